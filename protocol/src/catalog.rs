@@ -34,12 +34,18 @@ pub struct Declaration {
 impl Declaration {
     /// A declaration of just a specifier, as read off a body's imports.
     pub fn of(specifier: impl Into<String>) -> Self {
-        Declaration { specifier: specifier.into(), resolved_pack_version: None, content_digest: None }
+        Declaration {
+            specifier: specifier.into(),
+            resolved_pack_version: None,
+            content_digest: None,
+        }
     }
 }
 
 /// The three module kinds.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum ModuleKind {
     /// Guest JavaScript, authored or compiled from npm.
@@ -82,7 +88,9 @@ pub struct Summary {
 }
 
 /// How serious a status is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum StatusLevel {
     /// The module is available.
@@ -266,7 +274,12 @@ impl Status {
     }
 
     /// `version-mismatch`: the declaration saw another pack version.
-    pub fn version_mismatch(pack_name: &str, specifier: &str, saved: &str, installed: Option<&str>) -> Status {
+    pub fn version_mismatch(
+        pack_name: &str,
+        specifier: &str,
+        saved: &str,
+        installed: Option<&str>,
+    ) -> Status {
         let installed = installed.unwrap_or("an unversioned pack");
         Status {
             pack_name: pack_name.to_string(),
@@ -286,7 +299,9 @@ impl Status {
             specifier: Some(specifier.to_string()),
             status: StatusLevel::Warning,
             code: StatusCode::ContentDigestMismatch,
-            message: format!("Sandbox module {specifier} has changed since the workflow was saved."),
+            message: format!(
+                "Sandbox module {specifier} has changed since the workflow was saved."
+            ),
         }
     }
 }
@@ -572,7 +587,13 @@ impl<'de> Deserialize<'de> for Bytes {
 pub fn sanitize_description(text: &str) -> String {
     let spaced: String = text
         .chars()
-        .map(|c| if c <= '\u{1f}' || ('\u{7f}'..='\u{9f}').contains(&c) { ' ' } else { c })
+        .map(|c| {
+            if c <= '\u{1f}' || ('\u{7f}'..='\u{9f}').contains(&c) {
+                ' '
+            } else {
+                c
+            }
+        })
         .collect();
     let collapsed = spaced.split_whitespace().collect::<Vec<_>>().join(" ");
     let max = crate::limits::MAX_DESCRIPTION_CHARS;
@@ -612,8 +633,14 @@ mod tests {
 
     #[test]
     fn graph_file_ids() {
-        assert_eq!(graph_file_module_id("@acme/geo", "sandbox/a.js"), "@acme/geo::sandbox/a.js");
-        assert_eq!(parse_graph_file_module_id("@acme/geo::sandbox/a.js"), Some(("@acme/geo", "sandbox/a.js")));
+        assert_eq!(
+            graph_file_module_id("@acme/geo", "sandbox/a.js"),
+            "@acme/geo::sandbox/a.js"
+        );
+        assert_eq!(
+            parse_graph_file_module_id("@acme/geo::sandbox/a.js"),
+            Some(("@acme/geo", "sandbox/a.js"))
+        );
         assert_eq!(parse_graph_file_module_id("::a.js"), None);
         assert_eq!(parse_graph_file_module_id("@acme/geo::"), None);
         assert_eq!(parse_graph_file_module_id("@acme/geo"), None);
@@ -631,10 +658,16 @@ mod tests {
                 id: "w.wasm".into(),
                 internal: false,
                 dependencies: vec![],
-                content: FileContent::Wasm { bytes: Bytes::from(vec![0, 97, 115, 109]) },
+                content: FileContent::Wasm {
+                    bytes: Bytes::from(vec![0, 97, 115, 109]),
+                },
             }],
             kind: ResolvedKind::Wasm {
-                wasm: WasmContract { memory_pages_max: 1, exports: vec![], limits: None },
+                wasm: WasmContract {
+                    memory_pages_max: 1,
+                    exports: vec![],
+                    limits: None,
+                },
             },
         };
         let v = serde_json::to_value(&m).unwrap_or_default();

@@ -28,7 +28,10 @@ fn js_string(s: &str) -> String {
 /// `exports` must be identifiers (the registry's are, by test).
 pub fn host_facade_source(module_key: &str, exports: &[&str]) -> String {
     let key = js_string(module_key);
-    let mut out = format!("import {{ __call }} from {};\n", js_string(HOST_BRIDGE_SPECIFIER));
+    let mut out = format!(
+        "import {{ __call }} from {};\n",
+        js_string(HOST_BRIDGE_SPECIFIER)
+    );
     for name in exports {
         out.push_str(&format!(
             "export async function {name}(...args) {{ return __call({key}, {}, args); }}\n",
@@ -45,7 +48,10 @@ pub fn host_facade_source(module_key: &str, exports: &[&str]) -> String {
 /// `exports` must have identifier `as` names (the manifest validation guarantees it).
 pub fn wasm_facade_source(module_key: &str, exports: &[WasmExport]) -> String {
     let key = js_string(module_key);
-    let mut out = format!("import {{ __call }} from {};\n", js_string(WASM_BRIDGE_SPECIFIER));
+    let mut out = format!(
+        "import {{ __call }} from {};\n",
+        js_string(WASM_BRIDGE_SPECIFIER)
+    );
     for export in exports {
         out.push_str(&format!(
             "export async function {}(...args) {{ return __call({key}, {}, args); }}\n",
@@ -76,7 +82,10 @@ mod tests {
     fn wasm_facade_uses_aliases_and_has_no_default() {
         let src = wasm_facade_source(
             "@acme/ref/scalar",
-            &[WasmExport { wasm: "sum-f32".into(), as_name: "sumF32".into() }],
+            &[WasmExport {
+                wasm: "sum-f32".into(),
+                as_name: "sumF32".into(),
+            }],
         );
         assert!(src.contains("export async function sumF32(...args) { return __call(\"@acme/ref/scalar\", \"sumF32\", args); }"));
         assert!(!src.contains("export default"));

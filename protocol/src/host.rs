@@ -83,7 +83,9 @@ pub fn host_module(id: &str) -> Option<&'static HostModuleSpec> {
 /// completes a sentence that starts with `<pack>/<module>: `.
 pub fn host_module_violation(pack_name: &str, host_id: &str) -> Option<HostViolation> {
     if host_id.is_empty() {
-        return Some(HostViolation::Unknown("a host module must name a host id".into()));
+        return Some(HostViolation::Unknown(
+            "a host module must name a host id".into(),
+        ));
     }
     match host_module(host_id) {
         None => Some(HostViolation::Unknown(format!(
@@ -135,11 +137,18 @@ mod tests {
 
     #[test]
     fn violations() {
-        assert_eq!(host_module_violation("@nodetool-ai/sandbox-csv", "csv"), None);
+        assert_eq!(
+            host_module_violation("@nodetool-ai/sandbox-csv", "csv"),
+            None
+        );
         let foreign = host_module_violation("@evil/x", "csv");
-        assert!(matches!(&foreign, Some(HostViolation::Foreign(m)) if m.contains("belongs to @nodetool-ai/sandbox-csv")));
+        assert!(
+            matches!(&foreign, Some(HostViolation::Foreign(m)) if m.contains("belongs to @nodetool-ai/sandbox-csv"))
+        );
         let unknown = host_module_violation("@acme/invented", "shell");
-        assert!(matches!(&unknown, Some(HostViolation::Unknown(m)) if m.contains("is not a host module NodeTool implements")));
+        assert!(
+            matches!(&unknown, Some(HostViolation::Unknown(m)) if m.contains("is not a host module NodeTool implements"))
+        );
         // Prototype-ish names are plain misses, not lookups into something inherited.
         assert!(host_module("constructor").is_none());
         assert!(host_module("__proto__").is_none());

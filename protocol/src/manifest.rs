@@ -128,7 +128,9 @@ impl<'de> Deserialize<'de> for WasmExportEntry {
 }
 
 /// A normalized WASM export: the binary's name and the identifier the facade exports.
-#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema)]
+#[derive(
+    Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize, JsonSchema,
+)]
 #[serde(deny_unknown_fields)]
 pub struct WasmExport {
     /// The export's name in the binary.
@@ -296,7 +298,10 @@ impl ManifestBlock {
         let mut err = |path: String, message: String| errors.push(ManifestError { path, message });
 
         if self.api_version != API_VERSION {
-            err("apiVersion".into(), format!("apiVersion must be {API_VERSION}"));
+            err(
+                "apiVersion".into(),
+                format!("apiVersion must be {API_VERSION}"),
+            );
         }
 
         let mut internal = Vec::new();
@@ -324,26 +329,40 @@ impl ManifestBlock {
             if let Err(rule) = check_module_name(name) {
                 err(format!("{at}.name"), format!("{rule}: {name:?}"));
             } else if !names.insert(name.to_string()) {
-                err(format!("{at}.name"), format!("duplicate module name: {name}"));
+                err(
+                    format!("{at}.name"),
+                    format!("duplicate module name: {name}"),
+                );
             }
-            let mut file_id = |file: &str, errors: &mut dyn FnMut(String, String)| match normalize_package_path(file) {
-                Err(rule) => {
-                    errors(format!("{at}.file"), format!("{rule}: {file:?}"));
-                    None
-                }
-                Ok(id) if internal_seen.contains(&id) => {
-                    errors(format!("{at}.file"), format!("internal file is also public: {id}"));
-                    None
-                }
-                Ok(id) if !public_files.insert(id.clone()) => {
-                    errors(format!("{at}.file"), format!("file is declared by two modules: {id}"));
-                    None
-                }
-                Ok(id) => Some(id),
-            };
+            let mut file_id =
+                |file: &str, errors: &mut dyn FnMut(String, String)| match normalize_package_path(
+                    file,
+                ) {
+                    Err(rule) => {
+                        errors(format!("{at}.file"), format!("{rule}: {file:?}"));
+                        None
+                    }
+                    Ok(id) if internal_seen.contains(&id) => {
+                        errors(
+                            format!("{at}.file"),
+                            format!("internal file is also public: {id}"),
+                        );
+                        None
+                    }
+                    Ok(id) if !public_files.insert(id.clone()) => {
+                        errors(
+                            format!("{at}.file"),
+                            format!("file is declared by two modules: {id}"),
+                        );
+                        None
+                    }
+                    Ok(id) => Some(id),
+                };
             let source = match entry {
                 ModuleEntry::Js(js) => match (&js.file, &js.npm) {
-                    (Some(file), None) => file_id(file, &mut err).map(|file| ModuleSource::JsFile { file }),
+                    (Some(file), None) => {
+                        file_id(file, &mut err).map(|file| ModuleSource::JsFile { file })
+                    }
                     (None, Some(npm)) => match check_npm_name(npm) {
                         Ok(()) => Some(ModuleSource::JsNpm { npm: npm.clone() }),
                         Err(rule) => {
@@ -352,17 +371,23 @@ impl ManifestBlock {
                         }
                     },
                     _ => {
-                        err(at.clone(), "a JS module must declare exactly one of file or npm".into());
+                        err(
+                            at.clone(),
+                            "a JS module must declare exactly one of file or npm".into(),
+                        );
                         None
                     }
                 },
                 ModuleEntry::Wasm(wasm) => {
                     let file = file_id(&wasm.file, &mut err);
                     let contract = validate_wasm(&at, wasm, &mut err);
-                    file.zip(contract).map(|(file, contract)| ModuleSource::Wasm { file, contract })
+                    file.zip(contract)
+                        .map(|(file, contract)| ModuleSource::Wasm { file, contract })
                 }
                 ModuleEntry::Host(host) => match check_host_id(&host.host) {
-                    Ok(()) => Some(ModuleSource::Host { host: host.host.clone() }),
+                    Ok(()) => Some(ModuleSource::Host {
+                        host: host.host.clone(),
+                    }),
                     Err(rule) => {
                         err(format!("{at}.host"), format!("{rule}: {:?}", host.host));
                         None
@@ -370,7 +395,10 @@ impl ManifestBlock {
                 },
             };
             if let Some(source) = source {
-                modules.push(ManifestModule { name: name.to_string(), source });
+                modules.push(ManifestModule {
+                    name: name.to_string(),
+                    source,
+                });
             }
         }
         // Two npm entries naming one dependency would compile to the same graph id.
@@ -397,13 +425,20 @@ impl ManifestBlock {
 /// `kind`), so an error located at `sandboxModules[i]` is re-derived by deserializing that
 /// entry as its variant directly, which names the offending field.
 fn refine_entry_error(nodetool: &serde_json::Value, error: ManifestError) -> ManifestError {
-    fn field_error<T: serde::de::DeserializeOwned>(entry: serde_json::Value) -> Option<(String, String)> {
+    fn field_error<T: serde::de::DeserializeOwned>(
+        entry: serde_json::Value,
+    ) -> Option<(String, String)> {
         serde_path_to_error::deserialize::<_, T>(entry)
             .err()
             .map(|e| (e.path().to_string(), e.into_inner().to_string()))
     }
     let Some(entry) = nodetool.get("sandboxModules").and_then(|m| {
-        let index: usize = error.path.strip_prefix("sandboxModules[")?.strip_suffix(']')?.parse().ok()?;
+        let index: usize = error
+            .path
+            .strip_prefix("sandboxModules[")?
+            .strip_suffix(']')?
+            .parse()
+            .ok()?;
         m.get(index)
     }) else {
         return error;
@@ -417,7 +452,10 @@ fn refine_entry_error(nodetool: &serde_json::Value, error: ManifestError) -> Man
         _ => None,
     };
     match refined {
-        Some((path, message)) if path != "." => ManifestError { path: format!("{}.{path}", error.path), message },
+        Some((path, message)) if path != "." => ManifestError {
+            path: format!("{}.{path}", error.path),
+            message,
+        },
         Some((_, message)) => ManifestError { message, ..error },
         None => error,
     }
@@ -453,7 +491,10 @@ fn validate_wasm(
         );
     }
     if wasm.exports.is_empty() {
-        failed(format!("{at}.exports"), "a WASM module must declare at least one export".into());
+        failed(
+            format!("{at}.exports"),
+            "a WASM module must declare at least one export".into(),
+        );
     }
     let mut exports = Vec::new();
     let mut wasm_names = BTreeSet::new();
@@ -462,7 +503,10 @@ fn validate_wasm(
         let path = format!("{at}.exports[{j}]");
         let normalized = match export {
             WasmExportEntry::Name(name) => match check_identifier(name) {
-                Ok(()) => WasmExport { wasm: name.clone(), as_name: name.clone() },
+                Ok(()) => WasmExport {
+                    wasm: name.clone(),
+                    as_name: name.clone(),
+                },
                 Err(rule) => {
                     failed(
                         path,
@@ -474,21 +518,36 @@ fn validate_wasm(
                 }
             },
             WasmExportEntry::Alias(alias) => {
-                if alias.wasm.is_empty() || alias.wasm.chars().any(|c| c <= '\u{1f}' || c == '\u{7f}') {
-                    failed(format!("{path}.wasm"), "the WASM export name must be non-empty text without control characters".into());
+                if alias.wasm.is_empty()
+                    || alias.wasm.chars().any(|c| c <= '\u{1f}' || c == '\u{7f}')
+                {
+                    failed(
+                        format!("{path}.wasm"),
+                        "the WASM export name must be non-empty text without control characters"
+                            .into(),
+                    );
                     continue;
                 }
                 if let Err(rule) = check_identifier(&alias.as_name) {
-                    failed(format!("{path}.as"), format!("alias {:?} {rule}", alias.as_name));
+                    failed(
+                        format!("{path}.as"),
+                        format!("alias {:?} {rule}", alias.as_name),
+                    );
                     continue;
                 }
                 alias.clone()
             }
         };
         if !wasm_names.insert(normalized.wasm.clone()) {
-            failed(path.clone(), format!("duplicate WASM export: {}", normalized.wasm));
+            failed(
+                path.clone(),
+                format!("duplicate WASM export: {}", normalized.wasm),
+            );
         } else if !aliases.insert(normalized.as_name.clone()) {
-            failed(path, format!("duplicate JavaScript export alias: {}", normalized.as_name));
+            failed(
+                path,
+                format!("duplicate JavaScript export alias: {}", normalized.as_name),
+            );
         }
         exports.push(normalized);
     }
@@ -496,13 +555,24 @@ fn validate_wasm(
         let b = WASM_BUDGETS;
         let checks: [(&str, Option<u64>, u64); 4] = [
             ("callTimeoutMs", limits.call_timeout_ms, b.call_timeout_ms),
-            ("callConcurrency", limits.call_concurrency.map(u64::from), u64::from(b.call_concurrency)),
-            ("callsPerInvocation", limits.calls_per_invocation.map(u64::from), u64::from(b.calls_per_invocation)),
+            (
+                "callConcurrency",
+                limits.call_concurrency.map(u64::from),
+                u64::from(b.call_concurrency),
+            ),
+            (
+                "callsPerInvocation",
+                limits.calls_per_invocation.map(u64::from),
+                u64::from(b.calls_per_invocation),
+            ),
             ("wallClockMs", limits.wall_clock_ms, b.wall_clock_ms),
         ];
         for (key, value, ceiling) in checks {
             match value {
-                Some(0) => failed(format!("{at}.limits.{key}"), format!("limits.{key} must be at least 1")),
+                Some(0) => failed(
+                    format!("{at}.limits.{key}"),
+                    format!("limits.{key} must be at least 1"),
+                ),
                 Some(v) if v > ceiling => failed(
                     format!("{at}.limits.{key}"),
                     format!("limits.{key} may only lower the budget of {ceiling} (asked for {v})"),
@@ -575,21 +645,33 @@ mod tests {
         let m = m.unwrap_or_else(|| panic!("manifest should parse"));
         assert_eq!(m.internal, vec!["sandbox/util.js"]);
         assert_eq!(m.modules.len(), 4);
-        let ModuleSource::Wasm { contract, .. } = &m.modules[2].source else { panic!("wasm") };
-        assert_eq!(contract.exports[1], WasmExport { wasm: "sum-f32".into(), as_name: "sumF32".into() });
+        let ModuleSource::Wasm { contract, .. } = &m.modules[2].source else {
+            panic!("wasm")
+        };
+        assert_eq!(
+            contract.exports[1],
+            WasmExport {
+                wasm: "sum-f32".into(),
+                as_name: "sumF32".into()
+            }
+        );
         assert_eq!(contract.limits.and_then(|l| l.call_timeout_ms), Some(2000));
     }
 
     #[test]
     fn unknown_keys_inside_an_entry_are_errors() {
-        let e = one_error(json!({ "sandboxModules": [{ "name": ".", "kind": "js", "file": "a.js", "fiel": "b.js" }] }));
+        let e = one_error(
+            json!({ "sandboxModules": [{ "name": ".", "kind": "js", "file": "a.js", "fiel": "b.js" }] }),
+        );
         assert!(e.contains("unknown field `fiel`"), "{e}");
         assert!(e.starts_with("sandboxModules[0].fiel: "), "{e}");
     }
 
     #[test]
     fn unknown_kind() {
-        let e = one_error(json!({ "sandboxModules": [{ "name": ".", "kind": "python", "file": "a.py" }] }));
+        let e = one_error(
+            json!({ "sandboxModules": [{ "name": ".", "kind": "python", "file": "a.py" }] }),
+        );
         assert!(e.contains("unknown variant `python`"), "{e}");
     }
 
@@ -603,17 +685,31 @@ mod tests {
     fn js_needs_exactly_one_source() {
         let e = one_error(json!({ "sandboxModules": [{ "name": ".", "kind": "js" }] }));
         assert!(e.contains("exactly one of file or npm"), "{e}");
-        let e = one_error(json!({ "sandboxModules": [{ "name": ".", "kind": "js", "file": "a.js", "npm": "x" }] }));
+        let e = one_error(
+            json!({ "sandboxModules": [{ "name": ".", "kind": "js", "file": "a.js", "npm": "x" }] }),
+        );
         assert!(e.contains("exactly one of file or npm"), "{e}");
     }
 
     #[test]
     fn module_names_and_duplicates() {
-        assert!(one_error(json!({ "sandboxModules": [js("a/b", "a.js")] })).contains("single path segment"));
+        assert!(
+            one_error(json!({ "sandboxModules": [js("a/b", "a.js")] }))
+                .contains("single path segment")
+        );
         assert!(one_error(json!({ "sandboxModules": [js("..", "a.js")] })).contains("reserved"));
-        assert!(one_error(json!({ "sandboxModules": [js("node_modules", "a.js")] })).contains("reserved"));
-        assert!(one_error(json!({ "sandboxModules": [js("a\u{1}", "a.js")] })).contains("control character"));
-        assert!(one_error(json!({ "sandboxModules": [js("x", "a.js"), js("x", "b.js")] })).contains("duplicate module name: x"));
+        assert!(
+            one_error(json!({ "sandboxModules": [js("node_modules", "a.js")] }))
+                .contains("reserved")
+        );
+        assert!(
+            one_error(json!({ "sandboxModules": [js("a\u{1}", "a.js")] }))
+                .contains("control character")
+        );
+        assert!(
+            one_error(json!({ "sandboxModules": [js("x", "a.js"), js("x", "b.js")] }))
+                .contains("duplicate module name: x")
+        );
     }
 
     #[test]
@@ -635,7 +731,9 @@ mod tests {
     fn internal_files() {
         let e = one_error(json!({ "internal": ["a.txt"], "sandboxModules": [js(".", "a.js")] }));
         assert!(e.contains("internal file must be JavaScript: a.txt"), "{e}");
-        let e = one_error(json!({ "internal": ["a.js", "./a.js"], "sandboxModules": [js(".", "b.js")] }));
+        let e = one_error(
+            json!({ "internal": ["a.js", "./a.js"], "sandboxModules": [js(".", "b.js")] }),
+        );
         assert!(e.contains("duplicate internal file: a.js"), "{e}");
         let e = one_error(json!({ "internal": ["./a.js"], "sandboxModules": [js(".", "a.js")] }));
         assert!(e.contains("internal file is also public: a.js"), "{e}");
@@ -645,48 +743,104 @@ mod tests {
 
     #[test]
     fn npm_names() {
-        assert!(one_error(json!({ "sandboxModules": [{ "name": ".", "kind": "js", "npm": "../evil" }] })).contains("npm"));
-        assert!(one_error(json!({ "sandboxModules": [{ "name": ".", "kind": "js", "npm": "%2e%2e" }] })).contains("encoded"));
-        assert!(one_error(json!({ "sandboxModules": [
+        assert!(
+            one_error(
+                json!({ "sandboxModules": [{ "name": ".", "kind": "js", "npm": "../evil" }] })
+            )
+            .contains("npm")
+        );
+        assert!(
+            one_error(
+                json!({ "sandboxModules": [{ "name": ".", "kind": "js", "npm": "%2e%2e" }] })
+            )
+            .contains("encoded")
+        );
+        assert!(
+            one_error(json!({ "sandboxModules": [
             { "name": "a", "kind": "js", "npm": "x" }, { "name": "b", "kind": "js", "npm": "x" }
-        ] })).contains("duplicate npm module x"));
+        ] }))
+            .contains("duplicate npm module x")
+        );
     }
 
     #[test]
     fn wasm_rules() {
         assert!(one_error(wasm_with(json!({ "memoryPagesMax": 4097 }))).contains("host ceiling"));
         let e = one_error(wasm_with(json!({ "memoryPagesMax": -1 })));
-        assert!(e.starts_with("sandboxModules[0].memoryPagesMax: invalid value"), "{e}");
+        assert!(
+            e.starts_with("sandboxModules[0].memoryPagesMax: invalid value"),
+            "{e}"
+        );
         let e = one_error(wasm_with(json!({ "exports": ["a", 3] })));
         assert!(e.starts_with("sandboxModules[0].exports[1]: "), "{e}");
         assert!(one_error(wasm_with(json!({ "exports": [] }))).contains("at least one export"));
         let e = one_error(wasm_with(json!({ "exports": ["foo-bar"] })));
         assert!(e.contains("map it with"), "{e}");
         assert!(one_error(wasm_with(json!({ "exports": ["class"] }))).contains("reserved"));
-        assert!(one_error(wasm_with(json!({ "exports": [{ "wasm": "x", "as": "default" }] }))).contains("reserved"));
-        assert!(one_error(wasm_with(json!({ "exports": [{ "wasm": "", "as": "x" }] }))).contains("non-empty"));
-        assert!(one_error(wasm_with(json!({ "exports": ["a", "a"] }))).contains("duplicate WASM export: a"));
-        assert!(one_error(wasm_with(json!({ "exports": ["a", { "wasm": "b", "as": "a" }] }))).contains("duplicate JavaScript export alias: a"));
-        assert!(one_error(wasm_with(json!({ "exports": [{ "wasm": "b", "as": "a", "x": 1 }] }))).contains("unknown field"));
+        assert!(
+            one_error(wasm_with(
+                json!({ "exports": [{ "wasm": "x", "as": "default" }] })
+            ))
+            .contains("reserved")
+        );
+        assert!(
+            one_error(wasm_with(json!({ "exports": [{ "wasm": "", "as": "x" }] })))
+                .contains("non-empty")
+        );
+        assert!(
+            one_error(wasm_with(json!({ "exports": ["a", "a"] })))
+                .contains("duplicate WASM export: a")
+        );
+        assert!(
+            one_error(wasm_with(
+                json!({ "exports": ["a", { "wasm": "b", "as": "a" }] })
+            ))
+            .contains("duplicate JavaScript export alias: a")
+        );
+        assert!(
+            one_error(wasm_with(
+                json!({ "exports": [{ "wasm": "b", "as": "a", "x": 1 }] })
+            ))
+            .contains("unknown field")
+        );
         assert!(one_error(wasm_with(json!({ "exports": [3] }))).contains("identifier string"));
         let e = one_error(wasm_with(json!({ "limits": { "callTimeoutMs": 6000 } })));
-        assert!(e.contains("may only lower the budget of 5000 (asked for 6000)"), "{e}");
-        assert!(one_error(wasm_with(json!({ "limits": { "callConcurrency": 0 } }))).contains("at least 1"));
-        assert!(one_error(wasm_with(json!({ "limits": { "threads": 4 } }))).contains("unknown field"));
-        assert!(parse_manifest(&wasm_with(json!({ "limits": { "callsPerInvocation": 256, "wallClockMs": 1 } }))).is_ok());
+        assert!(
+            e.contains("may only lower the budget of 5000 (asked for 6000)"),
+            "{e}"
+        );
+        assert!(
+            one_error(wasm_with(json!({ "limits": { "callConcurrency": 0 } })))
+                .contains("at least 1")
+        );
+        assert!(
+            one_error(wasm_with(json!({ "limits": { "threads": 4 } }))).contains("unknown field")
+        );
+        assert!(
+            parse_manifest(&wasm_with(
+                json!({ "limits": { "callsPerInvocation": 256, "wallClockMs": 1 } })
+            ))
+            .is_ok()
+        );
     }
 
     #[test]
     fn host_ids() {
-        let e = one_error(json!({ "sandboxModules": [{ "name": ".", "kind": "host", "host": "../csv" }] }));
+        let e = one_error(
+            json!({ "sandboxModules": [{ "name": ".", "kind": "host", "host": "../csv" }] }),
+        );
         assert!(e.contains("invalid host module id"), "{e}");
-        let e = one_error(json!({ "sandboxModules": [{ "name": ".", "kind": "host", "host": "csv", "file": "x.js" }] }));
+        let e = one_error(
+            json!({ "sandboxModules": [{ "name": ".", "kind": "host", "host": "csv", "file": "x.js" }] }),
+        );
         assert!(e.contains("unknown field `file`"), "{e}");
     }
 
     #[test]
     fn every_error_is_reported() {
-        let e = errors(json!({ "apiVersion": 3, "internal": ["x.css"], "sandboxModules": [js("a/b", "../x.js")] }));
+        let e = errors(
+            json!({ "apiVersion": 3, "internal": ["x.css"], "sandboxModules": [js("a/b", "../x.js")] }),
+        );
         assert_eq!(e.len(), 4, "{e:?}");
     }
 }

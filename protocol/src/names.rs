@@ -149,7 +149,8 @@ pub fn check_package_name(name: &str) -> Result<(), &'static str> {
 /// other module by `<package>/<name>`.
 pub fn normalize_specifier(package_name: &str, module_name: &str) -> Result<String, String> {
     check_package_name(package_name).map_err(|e| format!("{package_name}: {e}"))?;
-    check_module_name(module_name).map_err(|e| format!("invalid sandbox module name {module_name:?}: {e}"))?;
+    check_module_name(module_name)
+        .map_err(|e| format!("invalid sandbox module name {module_name:?}: {e}"))?;
     Ok(if module_name == "." {
         package_name.to_string()
     } else {
@@ -238,11 +239,23 @@ mod tests {
     fn identifiers() {
         assert!(check_identifier("haversine").is_ok());
         assert!(check_identifier("$x_1").is_ok());
-        assert_eq!(check_identifier("foo-bar"), Err("is not a JavaScript identifier"));
-        assert_eq!(check_identifier("1x"), Err("is not a JavaScript identifier"));
+        assert_eq!(
+            check_identifier("foo-bar"),
+            Err("is not a JavaScript identifier")
+        );
+        assert_eq!(
+            check_identifier("1x"),
+            Err("is not a JavaScript identifier")
+        );
         assert_eq!(check_identifier(""), Err("is not a JavaScript identifier"));
-        assert_eq!(check_identifier("yield"), Err("is a reserved JavaScript identifier"));
-        assert_eq!(check_identifier("enum"), Err("is a reserved JavaScript identifier"));
+        assert_eq!(
+            check_identifier("yield"),
+            Err("is a reserved JavaScript identifier")
+        );
+        assert_eq!(
+            check_identifier("enum"),
+            Err("is a reserved JavaScript identifier")
+        );
     }
 
     #[test]
@@ -273,11 +286,20 @@ mod tests {
 
     #[test]
     fn specifiers() {
-        assert_eq!(normalize_specifier("@acme/geo", ".").as_deref(), Ok("@acme/geo"));
-        assert_eq!(normalize_specifier("@acme/geo", "extra").as_deref(), Ok("@acme/geo/extra"));
+        assert_eq!(
+            normalize_specifier("@acme/geo", ".").as_deref(),
+            Ok("@acme/geo")
+        );
+        assert_eq!(
+            normalize_specifier("@acme/geo", "extra").as_deref(),
+            Ok("@acme/geo/extra")
+        );
         assert!(normalize_specifier("@acme/geo", "a/b").is_err());
         assert_eq!(split_specifier("@acme/geo"), Some(("@acme/geo", ".")));
-        assert_eq!(split_specifier("@acme/geo/extra"), Some(("@acme/geo", "extra")));
+        assert_eq!(
+            split_specifier("@acme/geo/extra"),
+            Some(("@acme/geo", "extra"))
+        );
         assert_eq!(split_specifier("lodash/fp"), Some(("lodash", "fp")));
         assert_eq!(split_specifier("@acme/geo/a/b"), None);
         assert_eq!(split_specifier("node:buffer"), None);
@@ -289,14 +311,41 @@ mod tests {
 
     #[test]
     fn package_paths() {
-        assert_eq!(normalize_package_path("sandbox/geo.js").as_deref(), Ok("sandbox/geo.js"));
-        assert_eq!(normalize_package_path("./sandbox/./geo.js").as_deref(), Ok("sandbox/geo.js"));
-        for bad in ["", "/etc/passwd", "../x.js", "a/../../x.js", "a\\b.js", "a//b.js", "."] {
-            assert_eq!(normalize_package_path(bad), Err("file must be a package-relative path"), "{bad}");
+        assert_eq!(
+            normalize_package_path("sandbox/geo.js").as_deref(),
+            Ok("sandbox/geo.js")
+        );
+        assert_eq!(
+            normalize_package_path("./sandbox/./geo.js").as_deref(),
+            Ok("sandbox/geo.js")
+        );
+        for bad in [
+            "",
+            "/etc/passwd",
+            "../x.js",
+            "a/../../x.js",
+            "a\\b.js",
+            "a//b.js",
+            ".",
+        ] {
+            assert_eq!(
+                normalize_package_path(bad),
+                Err("file must be a package-relative path"),
+                "{bad}"
+            );
         }
-        assert_eq!(normalize_package_path("%2e%2e/x.js"), Err("file contains encoded path traversal"));
-        assert_eq!(normalize_package_path("a%2Fb.js"), Err("file contains encoded path traversal"));
-        assert_eq!(normalize_package_path("a\u{7f}.js"), Err("file contains a control character"));
+        assert_eq!(
+            normalize_package_path("%2e%2e/x.js"),
+            Err("file contains encoded path traversal")
+        );
+        assert_eq!(
+            normalize_package_path("a%2Fb.js"),
+            Err("file contains encoded path traversal")
+        );
+        assert_eq!(
+            normalize_package_path("a\u{7f}.js"),
+            Err("file contains a control character")
+        );
     }
 
     #[test]

@@ -64,7 +64,10 @@ pub fn parse_skill_document(text: &str) -> Result<SkillDocument, String> {
     if name.is_empty() || name.chars().count() > MAX_SKILL_NAME_CHARS {
         return Err("its name must have 1 to 64 characters".into());
     }
-    if !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-') {
+    if !name
+        .chars()
+        .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+    {
         return Err("its name may only contain a-z, 0-9 and '-'".into());
     }
     if name.contains("anthropic") || name.contains("claude") {
@@ -80,7 +83,12 @@ pub fn parse_skill_document(text: &str) -> Result<SkillDocument, String> {
         return Err("its body is empty".into());
     }
     let sections = sections_of(&body);
-    Ok(SkillDocument { name, description, body, sections })
+    Ok(SkillDocument {
+        name,
+        description,
+        body,
+        sections,
+    })
 }
 
 fn unquote(value: &str) -> &str {
@@ -149,8 +157,14 @@ mod tests {
         assert_eq!(doc.name, "sandbox-csv");
         assert_eq!(doc.description, "Parse and write CSV.");
         assert!(doc.body.starts_with("# CSV"));
-        assert_eq!(doc.sections.get("parse — read csv").map(String::as_str), Some("use it"));
-        assert_eq!(doc.sections.get("gotchas").map(String::as_str), Some("all async\n---\nkept"));
+        assert_eq!(
+            doc.sections.get("parse — read csv").map(String::as_str),
+            Some("use it")
+        );
+        assert_eq!(
+            doc.sections.get("gotchas").map(String::as_str),
+            Some("all async\n---\nkept")
+        );
         assert!(!doc.sections.contains_key("empty"));
         assert_eq!(doc.sections.len(), 2);
     }
@@ -161,18 +175,35 @@ mod tests {
             ("no fence\n", "start with"),
             ("---\nname: a\n", "closing"),
             ("---\ndescription: d\n---\nbody", "name must"),
-            ("---\nname: Bad_Name\ndescription: d\n---\nbody", "may only contain"),
-            ("---\nname: claude-helper\ndescription: d\n---\nbody", "reserved"),
+            (
+                "---\nname: Bad_Name\ndescription: d\n---\nbody",
+                "may only contain",
+            ),
+            (
+                "---\nname: claude-helper\ndescription: d\n---\nbody",
+                "reserved",
+            ),
             ("---\nname: a\n---\nbody", "description must"),
-            ("---\nname: a\ndescription: see <system>\n---\nbody", "markup tag"),
+            (
+                "---\nname: a\ndescription: see <system>\n---\nbody",
+                "markup tag",
+            ),
             ("---\nname: a\ndescription: d\n---\n  \n", "body is empty"),
         ];
         for (text, rule) in cases {
             let e = parse_skill_document(text).err().unwrap_or_default();
             assert!(e.contains(rule), "{text:?}: {e}");
         }
-        assert!(parse_skill_document(&format!("---\nname: {}\ndescription: d\n---\nb", "a".repeat(65))).is_err());
-        assert!(parse_skill_document("---\nname: a\ndescription: 1 < 2 and 3 > 2\n---\nb").is_err());
+        assert!(
+            parse_skill_document(&format!(
+                "---\nname: {}\ndescription: d\n---\nb",
+                "a".repeat(65)
+            ))
+            .is_err()
+        );
+        assert!(
+            parse_skill_document("---\nname: a\ndescription: 1 < 2 and 3 > 2\n---\nb").is_err()
+        );
         assert!(parse_skill_document("---\nname: a\ndescription: a <> b\n---\nb").is_ok());
     }
 }

@@ -58,11 +58,17 @@ impl SandboxModuleCatalog for EmptyCatalog {
     fn resolve_for_execution(&self, declarations: &[Declaration]) -> Resolution {
         let mut statuses: Vec<Status> = Vec::new();
         for d in declarations {
-            if !statuses.iter().any(|s| s.specifier.as_deref() == Some(&d.specifier)) {
+            if !statuses
+                .iter()
+                .any(|s| s.specifier.as_deref() == Some(&d.specifier))
+            {
                 statuses.push(Status::module_not_found(&d.specifier));
             }
         }
-        Resolution { modules: Vec::new(), statuses }
+        Resolution {
+            modules: Vec::new(),
+            statuses,
+        }
     }
 
     fn diagnostics(&self) -> &[Status] {
@@ -91,7 +97,9 @@ pub struct CatalogHandle {
 impl CatalogHandle {
     /// A handle holding `catalog`.
     pub fn new(catalog: Arc<dyn SandboxModuleCatalog>) -> Self {
-        CatalogHandle { current: RwLock::new(catalog) }
+        CatalogHandle {
+            current: RwLock::new(catalog),
+        }
     }
 
     /// The catalog as of now. Holding the snapshot keeps it alive across reloads.
@@ -184,7 +192,11 @@ mod tests {
         ]);
         assert!(r.modules.is_empty());
         assert_eq!(r.statuses.len(), 2);
-        assert!(r.statuses.iter().all(|s| s.code == StatusCode::ModuleNotFound));
+        assert!(
+            r.statuses
+                .iter()
+                .all(|s| s.code == StatusCode::ModuleNotFound)
+        );
     }
 
     #[test]
@@ -219,7 +231,10 @@ mod tests {
         let before = handle.snapshot();
         let old = handle.replace(Arc::new(Named(vec![summary])));
         assert!(old.summaries().is_empty());
-        assert!(before.summaries().is_empty(), "the captured snapshot must not change");
+        assert!(
+            before.summaries().is_empty(),
+            "the captured snapshot must not change"
+        );
         assert_eq!(handle.snapshot().summaries().len(), 1);
     }
 }
