@@ -71,10 +71,10 @@ pub fn discover_catalog(roots: &[SearchRoot], options: &DiscoveryOptions<'_>) ->
     let candidates = pack_directories(roots);
     let outcomes = discover_all(&candidates, options.compiled);
     for (candidate, outcome) in candidates.iter().zip(outcomes) {
-        if let Ok(real) = std::fs::canonicalize(&candidate.dir) {
-            if !seen_dirs.insert(real) {
-                continue; // the same directory reached through two roots
-            }
+        if let Ok(real) = std::fs::canonicalize(&candidate.dir)
+            && !seen_dirs.insert(real)
+        {
+            continue; // the same directory reached through two roots
         }
         match outcome {
             PackOutcome::NotAPack => {}
@@ -391,15 +391,15 @@ impl DiscoveredCatalog {
                 return;
             }
         };
-        if let Some(saved) = &declaration.resolved_pack_version {
-            if Some(saved) != pack.version.as_ref() {
-                resolution.statuses.push(Status::version_mismatch(
-                    &pack.name,
-                    specifier,
-                    saved,
-                    pack.version.as_deref(),
-                ));
-            }
+        if let Some(saved) = &declaration.resolved_pack_version
+            && Some(saved) != pack.version.as_ref()
+        {
+            resolution.statuses.push(Status::version_mismatch(
+                &pack.name,
+                specifier,
+                saved,
+                pack.version.as_deref(),
+            ));
         }
         if declaration
             .content_digest

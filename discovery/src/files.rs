@@ -35,7 +35,12 @@ pub(crate) fn check_pack_file(root: &Path, id: &str) -> Result<u64, FileError> {
             _ => FileError::Unreadable(format!("cannot be read ({e})")),
         })?;
         if m.file_type().is_symlink() {
-            return Err(FileError::Symlink(prefix));
+            // Where the link leads decides the rule: out of the pack is an escape (the worse
+            // problem, and the one to fix first), inside it is still a refused symlink.
+            return match fs::canonicalize(&path) {
+                Ok(target) if target.starts_with(root) => Err(FileError::Symlink(prefix)),
+                _ => Err(FileError::Escapes),
+            };
         }
         metadata = Some(m);
     }

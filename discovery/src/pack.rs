@@ -205,7 +205,7 @@ pub fn discover_pack(dir: &Path, label: &str, compiled: &dyn CompiledLookup) -> 
                 label,
                 format!(
                     "package.json {}",
-                    describe_file_error(&e, PACKAGE_JSON_BYTES)
+                    describe_file_error("package.json", &e, PACKAGE_JSON_BYTES)
                 ),
             );
         }
@@ -265,10 +265,13 @@ pub fn discover_pack(dir: &Path, label: &str, compiled: &dyn CompiledLookup) -> 
     }
 }
 
-fn describe_file_error(e: &FileError, cap: u64) -> String {
+fn describe_file_error(id: &str, e: &FileError, cap: u64) -> String {
     match e {
         FileError::Unreadable(why) => why.clone(),
         FileError::Escapes => "escapes the package directory".into(),
+        FileError::Symlink(prefix) if prefix == id => {
+            "is a symlink; symlinks are not allowed in sandbox packs".into()
+        }
         FileError::Symlink(prefix) => format!(
             "is reached through the symlink {prefix}; symlinks are not allowed in sandbox packs"
         ),
@@ -337,14 +340,14 @@ impl<'a> Discovery<'a> {
             match check_pack_file(root, id) {
                 Ok(size) if size > cap => {
                     let what = if decl.wasm {
-                        "WASM binary"
+                        "a WASM binary"
                     } else {
-                        "authored JavaScript file"
+                        "an authored JavaScript file"
                     };
                     problems.add(
                         StatusCode::FileTooLarge,
                         decl.specifier.as_deref(),
-                        format!("{id} is {size} bytes, over the {cap} byte cap for a {what}"),
+                        format!("{id} is {size} bytes, over the {cap} byte cap for {what}"),
                     );
                 }
                 Ok(size) => {
@@ -381,7 +384,8 @@ impl<'a> Discovery<'a> {
                     format!("npm module {npm} is not compiled yet; run `nodetool packs compile` to build it"),
                 )),
                 Some(CompiledNpmModule::Refused { code, message }) => {
-                    statuses.push(status(StatusLevel::Skipped, code, format!("npm module {npm}: {message}")));
+                    // The compiler's messages already name the dependency.
+                    statuses.push(status(StatusLevel::Skipped, code, message));
                 }
                 Some(CompiledNpmModule::Admitted(artifact)) => {
                     let size = artifact.source.len() as u64;
@@ -495,15 +499,10 @@ impl<'a> Discovery<'a> {
                         content: FileContent::Wasm { bytes },
                         ..
                     }) = files.get(file)
+                        && let Err(errors) = check_wasm(&bytes.0, contract)
                     {
-                        if let Err(errors) = check_wasm(&bytes.0, contract) {
-                            for e in errors {
-                                problems.add(
-                                    e.code,
-                                    Some(specifier),
-                                    format!("{file}: {}", e.message),
-                                );
-                            }
+                        for e in errors {
+                            problems.add(e.code, Some(specifier), format!("{file}: {}", e.message));
                         }
                     }
                 }
@@ -513,11 +512,14 @@ impl<'a> Discovery<'a> {
                             HostViolation::Unknown(_) => StatusCode::HostModuleUnknown,
                             HostViolation::Foreign(_) => StatusCode::HostModuleForeign,
                         };
-                        problems.add(
-                            code,
-                            Some(specifier),
-                            format!("{specifier}: {}", v.message()),
-                        );
+                        // The root module's specifier is the pack name, which the status
+                        // already leads with.
+                        let message = if specifier == name {
+                            v.message().to_string()
+                        } else {
+                            format!("{specifier}: {}", v.message())
+                        };
+                        problems.add(code, Some(specifier), message);
                     }
                 }
                 ModuleSource::JsFile { .. } | ModuleSource::JsNpm { .. } => {}
@@ -594,7 +596,7 @@ impl<'a> Discovery<'a> {
         problems.add(
             code,
             specifier,
-            format!("{id} {}", describe_file_error(e, cap)),
+            format!("{id} {}", describe_file_error(id, e, cap)),
         );
     }
 
@@ -909,7 +911,10 @@ fn read_skill(root: &Path, name: &str) -> (Option<SkillDocument>, Option<Status>
             None,
             Some(warning(
                 StatusCode::SkillInvalid,
-                format!("SKILL.md {}", describe_file_error(&e, SKILL_BYTES)),
+                format!(
+                    "SKILL.md {}",
+                    describe_file_error("SKILL.md", &e, SKILL_BYTES)
+                ),
             )),
         ),
         Ok(Some(bytes)) => match String::from_utf8(bytes) {

@@ -30,7 +30,7 @@ pub(crate) fn check_wasm(bytes: &[u8], contract: &WasmContract) -> Result<(), Ve
             StatusCode::WasmInvalid,
             format!(
                 "invalid WASM binary: {} (at byte {})",
-                e.message(),
+                first_line(e.message()),
                 e.offset()
             ),
         )]);
@@ -45,14 +45,14 @@ pub(crate) fn check_wasm(bytes: &[u8], contract: &WasmContract) -> Result<(), Ve
             Err(e) => {
                 return Err(vec![error(
                     StatusCode::WasmInvalid,
-                    format!("invalid WASM binary: {}", e.message()),
+                    format!("invalid WASM binary: {}", first_line(e.message())),
                 )]);
             }
         };
         let read = |e: wasmparser::BinaryReaderError| {
             error(
                 StatusCode::WasmInvalid,
-                format!("invalid WASM binary: {}", e.message()),
+                format!("invalid WASM binary: {}", first_line(e.message())),
             )
         };
         match payload {
@@ -146,7 +146,10 @@ pub(crate) fn check_wasm(bytes: &[u8], contract: &WasmContract) -> Result<(), Ve
         }
     }
 
-    for export in &contract.exports {
+    // Imported functions would come first in the function index space; a module with imports
+    // is refused already, so its exports are not checked against a shifted index.
+    let has_imports = errors.iter().any(|e| e.code == StatusCode::WasmImports);
+    for export in contract.exports.iter().filter(|_| !has_imports) {
         let name = &export.wasm;
         let rule = match exports.get(name) {
             None => Some("is missing from the binary".to_string()),
@@ -176,6 +179,16 @@ pub(crate) fn check_wasm(bytes: &[u8], contract: &WasmContract) -> Result<(), Ve
     } else {
         Err(errors)
     }
+}
+
+/// wasmparser's messages can carry a multi-line dump after their first line; a status keeps
+/// the sentence only.
+fn first_line(message: &str) -> &str {
+    let line = message.lines().next().unwrap_or(message);
+    line.split(" - expected=")
+        .next()
+        .unwrap_or(line)
+        .trim_end_matches(':')
 }
 
 fn kind_name(kind: ExternalKind) -> &'static str {

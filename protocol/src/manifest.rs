@@ -404,13 +404,13 @@ impl ManifestBlock {
         // Two npm entries naming one dependency would compile to the same graph id.
         let mut npm_seen = BTreeSet::new();
         for (i, m) in modules.iter().enumerate() {
-            if let ModuleSource::JsNpm { npm } = &m.source {
-                if !npm_seen.insert(npm.as_str()) {
-                    errors.push(ManifestError {
-                        path: format!("sandboxModules[{i}].npm"),
-                        message: format!("duplicate npm module {npm}"),
-                    });
-                }
+            if let ModuleSource::JsNpm { npm } = &m.source
+                && !npm_seen.insert(npm.as_str())
+            {
+                errors.push(ManifestError {
+                    path: format!("sandboxModules[{i}].npm"),
+                    message: format!("duplicate npm module {npm}"),
+                });
             }
         }
         if errors.is_empty() {
@@ -581,7 +581,7 @@ fn validate_wasm(
             }
         }
     }
-    (broken == 0).then(|| WasmContract {
+    (broken == 0).then_some(WasmContract {
         memory_pages_max: wasm.memory_pages_max,
         exports,
         limits: wasm.limits,

@@ -2,8 +2,9 @@
 //! to commit (generated into temp dirs), which together produce every stable status code.
 //!
 //! The roots are searched as the product searches them: `installed-a`, `installed-b`, then
-//! `shipped` last. Diagnostics and summaries are snapshotted with the fixture root replaced by
-//! `[FIXTURES]`, since only `duplicate-pack` and `discovery-failed` may name a directory.
+//! `shipped` last, each under a label (its folder name) by which diagnostics name directories.
+//! Diagnostics and summaries are snapshotted sorted; no status may carry a filesystem path, so
+//! the snapshots need no path normalization and each scenario asserts that none leaked.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs;
@@ -21,29 +22,24 @@ use nodetool_runtime::{
     CompileRequest, CompiledArtifact, CompiledLookup, CompiledNpmModule, SandboxModuleCatalog,
 };
 
-const FIXTURES_PLACEHOLDER: &str = "[FIXTURES]";
-const TEMP_PLACEHOLDER: &str = "[TEMP]";
-
 fn fixtures_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("fixtures/packs")
 }
 
 fn fixture_roots() -> Vec<SearchRoot> {
     let dir = fixtures_dir();
-    vec![
-        SearchRoot {
-            path: dir.join("installed-a"),
-            kind: RootKind::Installed,
-        },
-        SearchRoot {
-            path: dir.join("installed-b"),
-            kind: RootKind::Installed,
-        },
-        SearchRoot {
-            path: dir.join("shipped"),
-            kind: RootKind::Shipped,
-        },
+    [
+        ("installed-a", RootKind::Installed),
+        ("installed-b", RootKind::Installed),
+        ("shipped", RootKind::Shipped),
     ]
+    .into_iter()
+    .map(|(label, kind)| SearchRoot {
+        path: dir.join(label),
+        kind,
+        label: label.into(),
+    })
+    .collect()
 }
 
 /// The compiler's cache as discovery sees it: one answer per npm dependency of `@fixture/npm`,
@@ -134,31 +130,27 @@ fn fixture_catalog() -> DiscoveredCatalog {
     discover(&fixture_roots())
 }
 
-/// Replaces every spelling of `dir` (as given and canonical) with `placeholder`.
-fn normalize(text: &str, dir: &Path, placeholder: &str) -> String {
-    let mut out = text.to_string();
+/// Asserts no status names `dir` (as given or canonical): diagnostics name directories only
+/// by the labels of their roots.
+fn assert_no_path(statuses: &[Status], dir: &Path) {
     let mut spellings = vec![dir.display().to_string()];
     if let Ok(canonical) = fs::canonicalize(dir) {
         spellings.push(canonical.display().to_string());
     }
-    // Longest first, so a canonical path that extends the given one is replaced whole.
-    spellings.sort_by_key(|s| std::cmp::Reverse(s.len()));
-    for spelling in spellings {
-        out = out.replace(&spelling, placeholder);
+    for status in statuses {
+        for spelling in &spellings {
+            assert!(
+                !status.pack_name.contains(spelling.as_str())
+                    && !status.message.contains(spelling.as_str()),
+                "a path leaked: {status:#?}"
+            );
+        }
     }
-    out
 }
 
-/// Statuses with `dir` replaced by `placeholder`, sorted by pack, specifier, code and message.
-fn normalized_statuses(statuses: &[Status], dir: &Path, placeholder: &str) -> Vec<Status> {
-    let mut out: Vec<Status> = statuses
-        .iter()
-        .map(|s| Status {
-            pack_name: normalize(&s.pack_name, dir, placeholder),
-            message: normalize(&s.message, dir, placeholder),
-            ..s.clone()
-        })
-        .collect();
+/// Statuses sorted by pack, specifier, code and message.
+fn sorted(statuses: &[Status]) -> Vec<Status> {
+    let mut out = statuses.to_vec();
     out.sort_by(|a, b| {
         (&a.pack_name, &a.specifier, a.code, &a.message).cmp(&(
             &b.pack_name,
@@ -235,6 +227,7 @@ fn installed(root: &Path) -> Vec<SearchRoot> {
     vec![SearchRoot {
         path: root.to_path_buf(),
         kind: RootKind::Installed,
+        label: "installed".into(),
     }]
 }
 
@@ -311,7 +304,8 @@ fn file_too_large_statuses() -> Vec<Status> {
     );
     let catalog = discover(&installed(root.path()));
     assert!(catalog.summaries().is_empty(), "{:#?}", catalog.summaries());
-    normalized_statuses(catalog.diagnostics(), root.path(), TEMP_PLACEHOLDER)
+    assert_no_path(catalog.diagnostics(), root.path());
+    sorted(catalog.diagnostics())
 }
 
 /// Three WASM modules, each under the WASM cap, together over the pack cap.
@@ -341,7 +335,8 @@ fn pack_too_large_statuses() -> Vec<Status> {
     );
     let catalog = discover(&installed(root.path()));
     assert!(catalog.summaries().is_empty(), "{:#?}", catalog.summaries());
-    normalized_statuses(catalog.diagnostics(), root.path(), TEMP_PLACEHOLDER)
+    assert_no_path(catalog.diagnostics(), root.path());
+    sorted(catalog.diagnostics())
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -350,22 +345,96 @@ fn pack_too_large_statuses() -> Vec<Status> {
 #[test]
 fn fixture_diagnostics() {
     let catalog = fixture_catalog();
-    let dir = fixtures_dir();
-    for status in catalog.diagnostics() {
-        // Only the catalog host's own failures may name a directory.
-        if !matches!(
-            status.code,
-            StatusCode::DuplicatePack | StatusCode::DiscoveryFailed
-        ) {
-            let normalized = normalize(&status.message, &dir, FIXTURES_PLACEHOLDER);
-            assert_eq!(normalized, status.message, "a path leaked: {status:#?}");
-            assert!(!status.message.contains('\\'), "{status:#?}");
-        }
+    assert_no_path(catalog.diagnostics(), &fixtures_dir());
+    insta::assert_yaml_snapshot!("fixture_diagnostics", sorted(catalog.diagnostics()));
+}
+
+/// Each fixture pack is named for what it shows and shows exactly that: every pack's diagnostic
+/// codes, with multiplicity. Packs that are not listed (geo, wasm-scalar, csv, zip) have none.
+#[test]
+fn each_fixture_pack_produces_exactly_its_codes() {
+    use StatusCode::*;
+    let mut expected: BTreeMap<&str, Vec<StatusCode>> = BTreeMap::from([
+        ("@fixture/Case", vec![DuplicateSpecifier]),
+        ("@fixture/case", vec![DuplicateSpecifier]),
+        ("@fixture/duplicate-pack", vec![DuplicatePack]),
+        ("@fixture/dynamic-import", vec![DynamicImport]),
+        ("@fixture/evil", vec![HostModuleForeign]),
+        ("@fixture/file-escapes-package", vec![FileEscapesPackage]),
+        ("@fixture/file-unreadable", vec![FileUnreadable]),
+        ("@fixture/host-module-unknown", vec![HostModuleUnknown]),
+        ("@fixture/import-escapes-pack", vec![ImportEscapesPack]),
+        ("@fixture/import-not-js", vec![ImportNotJs]),
+        ("@fixture/import-outside-pack", vec![ImportOutsidePack]),
+        (
+            "@fixture/import-undeclared-file",
+            vec![ImportUndeclaredFile],
+        ),
+        ("@fixture/js-invalid", vec![JsInvalid]),
+        ("@fixture/manifest-invalid", vec![ManifestInvalid]),
+        ("@fixture/module-cycle", vec![ModuleCycle]),
+        (
+            "@fixture/npm",
+            vec![
+                PendingCompile,
+                NpmModuleCompiled,
+                NpmModuleCompiled,
+                NpmModuleWarning,
+                NpmModuleTooLarge,
+                NpmModuleBuiltinImport,
+                NpmModuleUnresolved,
+                NpmModuleBundleFailed,
+                NpmModuleForbiddenGlobal,
+                NpmModuleScanRejected,
+                NpmModuleProbeFailed,
+            ],
+        ),
+        ("@fixture/require-call", vec![RequireCall]),
+        ("@fixture/skill-invalid", vec![SkillInvalid]),
+        ("@fixture/skill-missing", vec![SkillMissing]),
+        ("@fixture/symlink-not-allowed", vec![SymlinkNotAllowed]),
+        ("@fixture/wasm-export-arity", vec![WasmExport]),
+        ("@fixture/wasm-export-i64", vec![WasmExport]),
+        ("@fixture/wasm-export-memory", vec![WasmExport]),
+        ("@fixture/wasm-export-missing", vec![WasmExport]),
+        ("@fixture/wasm-export-multi-value", vec![WasmExport]),
+        ("@fixture/wasm-imports", vec![WasmImports]),
+        ("@fixture/wasm-invalid", vec![WasmInvalid]),
+        ("@fixture/wasm-memory-over-max", vec![WasmMemory]),
+        ("@fixture/wasm-memory-unbounded", vec![WasmMemory]),
+        // Named by the directory label: neither package.json yields a name.
+        ("installed-b/@fixture/not-json", vec![DiscoveryFailed]),
+        ("installed-b/no-name", vec![DiscoveryFailed]),
+    ]);
+    for codes in expected.values_mut() {
+        codes.sort_unstable();
     }
-    insta::assert_yaml_snapshot!(
-        "fixture_diagnostics",
-        normalized_statuses(catalog.diagnostics(), &dir, FIXTURES_PLACEHOLDER)
-    );
+    let catalog = fixture_catalog();
+    let mut actual: BTreeMap<&str, Vec<StatusCode>> = BTreeMap::new();
+    for status in catalog.diagnostics() {
+        actual
+            .entry(status.pack_name.as_str())
+            .or_default()
+            .push(status.code);
+    }
+    for codes in actual.values_mut() {
+        codes.sort_unstable();
+    }
+    let wrong: Vec<String> = expected
+        .keys()
+        .chain(actual.keys())
+        .collect::<BTreeSet<_>>()
+        .into_iter()
+        .filter(|pack| expected.get(*pack) != actual.get(*pack))
+        .map(|pack| {
+            format!(
+                "{pack}: expected {:?}, got {:?}",
+                expected.get(pack),
+                actual.get(pack)
+            )
+        })
+        .collect();
+    assert!(wrong.is_empty(), "{wrong:#?}");
 }
 
 #[test]
