@@ -28,7 +28,9 @@ pub mod host;
 pub mod limits;
 pub mod manifest;
 pub mod names;
+pub mod run;
 pub mod skill;
+pub mod value;
 
 use schemars::JsonSchema;
 

@@ -1,0 +1,140 @@
+//! The few engine operations rquickjs does not wrap, in one place.
+//!
+//! A sandbox context has no `Eval` intrinsic, so it cannot compile source: every module it
+//! runs arrives as bytecode written by the compiler runtime of this same process (see
+//! `compile`). Loading the entry ourselves, rather than through the loader, is what lets a run
+//! resolve the entry's whole static graph first, lock the resolver, and only then evaluate.
+
+#![allow(unsafe_code)]
+
+use std::ptr::NonNull;
+
+use rquickjs::module::Declared;
+use rquickjs::qjs;
+use rquickjs::{Ctx, Module, Object, Promise, Value};
+
+/// Loads module bytecode into `ctx`.
+///
+/// `bytes` must be bytecode this process's compiler wrote (`compile::Compiler`): the engine
+/// trusts bytecode completely, so bytecode from anywhere else must never reach this function.
+pub(crate) fn load_module<'js>(
+    ctx: &Ctx<'js>,
+    bytes: &[u8],
+) -> rquickjs::Result<Module<'js, Declared>> {
+    // SAFETY: the bytes were produced by `Module::write` in this process's own engine build
+    // (the compile cache holds nothing else), so they are valid bytecode for it.
+    unsafe { Module::load(ctx.clone(), bytes) }
+}
+
+/// An entry module read from bytecode whose static graph has been resolved.
+pub(crate) struct ResolvedEntry {
+    module: NonNull<qjs::JSModuleDef>,
+}
+
+/// Reads the entry's bytecode and resolves its whole static import graph through the
+/// runtime's resolver and loader, evaluating nothing.
+pub(crate) fn load_and_resolve_entry(
+    ctx: &Ctx<'_>,
+    bytes: &[u8],
+) -> rquickjs::Result<ResolvedEntry> {
+    let raw = ctx.as_raw().as_ptr();
+    // SAFETY: as for `load_module`, the bytes are this process's own compiler output; the
+    // returned value is checked for an exception and for the module tag before use.
+    unsafe {
+        let value = qjs::JS_ReadObject(
+            raw,
+            bytes.as_ptr(),
+            bytes.len() as _,
+            (qjs::JS_READ_OBJ_BYTECODE | qjs::JS_READ_OBJ_ROM_DATA) as i32,
+        );
+        if qjs::JS_IsException(value) {
+            return Err(rquickjs::Error::Exception);
+        }
+        if qjs::JS_VALUE_GET_TAG(value) != qjs::JS_TAG_MODULE {
+            qjs::JS_FreeValue(raw, value);
+            return Err(rquickjs::Error::Unknown);
+        }
+        let module =
+            NonNull::new(qjs::JS_VALUE_GET_PTR(value).cast()).ok_or(rquickjs::Error::Unknown)?;
+        // JS_ResolveModule walks every static import, calling our resolver and loader.
+        if qjs::JS_ResolveModule(raw, value) < 0 {
+            return Err(rquickjs::Error::Exception);
+        }
+        Ok(ResolvedEntry { module })
+    }
+}
+
+impl ResolvedEntry {
+    /// Links and evaluates the entry (dependencies first). Returns the evaluation promise.
+    pub(crate) fn evaluate<'js>(&self, ctx: &Ctx<'js>) -> rquickjs::Result<Promise<'js>> {
+        let raw = ctx.as_raw().as_ptr();
+        // SAFETY: `module` was read into this context by `load_and_resolve_entry`; the engine
+        // keeps module definitions alive for the context's lifetime. JS_EvalFunction consumes
+        // one reference, so one is taken first (as rquickjs's own `Module::eval` does).
+        unsafe {
+            let value = qjs::JS_MKPTR(qjs::JS_TAG_MODULE, self.module.as_ptr().cast());
+            qjs::JS_DupValue(raw, value);
+            let result = qjs::JS_EvalFunction(raw, value);
+            if qjs::JS_IsException(result) {
+                return Err(rquickjs::Error::Exception);
+            }
+            let promise = Value::from_raw(ctx.clone(), result);
+            promise.into_promise().ok_or(rquickjs::Error::Unknown)
+        }
+    }
+
+    /// The entry's namespace object (after evaluation).
+    pub(crate) fn namespace<'js>(&self, ctx: &Ctx<'js>) -> rquickjs::Result<Object<'js>> {
+        let raw = ctx.as_raw().as_ptr();
+        // SAFETY: as for `evaluate`; JS_GetModuleNamespace returns a new reference that
+        // `Value::from_raw` takes ownership of.
+        unsafe {
+            let ns = qjs::JS_GetModuleNamespace(raw, self.module.as_ptr());
+            if qjs::JS_IsException(ns) {
+                return Err(rquickjs::Error::Exception);
+            }
+            Value::from_raw(ctx.clone(), ns)
+                .into_object()
+                .ok_or(rquickjs::Error::Unknown)
+        }
+    }
+}
+
+/// The bytes of an `ArrayBuffer` or of any typed array's view, copied out; `None` for anything
+/// else.
+pub(crate) fn bytes_of(value: &Value<'_>) -> Option<Vec<u8>> {
+    use rquickjs::ArrayBuffer;
+    let object = value.as_object()?;
+    if let Some(buffer) = object.as_array_buffer() {
+        // SAFETY: the slice is copied before any JavaScript can run (and so before anything
+        // could detach or resize the buffer).
+        return unsafe { buffer.as_slice::<u8>() }.ok().map(<[u8]>::to_vec);
+    }
+    let is_view = object.is_typed_array::<u8>()
+        || object.is_typed_array::<i8>()
+        || object.is_typed_array::<rquickjs::U8Clamped>()
+        || object.is_typed_array::<u16>()
+        || object.is_typed_array::<i16>()
+        || object.is_typed_array::<u32>()
+        || object.is_typed_array::<i32>()
+        || object.is_typed_array::<f32>()
+        || object.is_typed_array::<f64>()
+        || object.is_typed_array::<i64>()
+        || object.is_typed_array::<u64>();
+    if !is_view {
+        return None;
+    }
+    let buffer: ArrayBuffer = object.get("buffer").ok()?;
+    let offset: usize = object
+        .get::<_, f64>("byteOffset")
+        .ok()
+        .map(|v| v as usize)?;
+    let length: usize = object
+        .get::<_, f64>("byteLength")
+        .ok()
+        .map(|v| v as usize)?;
+    // SAFETY: as above; the range is checked against the buffer before slicing.
+    let all = unsafe { buffer.as_slice::<u8>() }.ok()?;
+    all.get(offset..offset.checked_add(length)?)
+        .map(<[u8]>::to_vec)
+}

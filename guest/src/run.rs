@@ -1,0 +1,605 @@
+//! One run: a fresh runtime and context, hardening, the entry, the event loop, the outcome.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashSet;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::task::{Context as TaskContext, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use nodetool_protocol::catalog::{ResolvedKind, StatusCode, StatusLevel};
+use nodetool_protocol::run::{LogEntry, LogLevel, RunError, RunErrorCode};
+use nodetool_protocol::value::Value;
+use rquickjs::context::intrinsic;
+use rquickjs::function::Rest;
+use rquickjs::promise::PromiseState;
+use rquickjs::{Context, Ctx, Function, Object, Persistent, Promise, Runtime};
+
+use crate::bridge::{BridgeState, CurrentRun, DispatchSide, settle};
+use crate::caps;
+use crate::compile::{BytecodeCache, CompileError, compile_module};
+use crate::convert::{describe_exception, from_js, serde_json_text, to_js};
+use crate::engine::{load_and_resolve_entry, load_module};
+use crate::entry::{ENTRY_LINE_OFFSET, ENTRY_MODULE_NAME, build_entry};
+use crate::loader::{ModuleTable, SandboxLoader, SandboxResolver};
+use crate::{RunLimits, RunOutcome, RunRequest};
+
+/// The intrinsics a sandbox context gets: everything standard except `Eval` (so no source can
+/// be compiled inside it) and the host-flavoured `Performance` and `DOMException`.
+type SandboxIntrinsics = (
+    intrinsic::Date,
+    intrinsic::RegExpCompiler,
+    intrinsic::RegExp,
+    intrinsic::Json,
+    intrinsic::Proxy,
+    intrinsic::MapSet,
+    intrinsic::TypedArrays,
+    intrinsic::Promise,
+    intrinsic::WeakRef,
+);
+
+/// Runs before any module of the run. The context already cannot compile source (no `Eval`
+/// intrinsic); this replaces every route to a code-generating constructor with a guard whose
+/// error names what was refused, and makes the replacements permanent.
+const PRELUDE: &str = r#"
+const refuse = (what) => {
+  throw new EvalError(`${what} is not allowed in the sandbox: code cannot be generated from strings`);
+};
+const guard = (ctor, what) => new Proxy(ctor, {
+  apply() { refuse(what); },
+  construct() { refuse(what); },
+});
+const fix = (object, key, value) => Object.defineProperty(object, key, { value, writable: false, enumerable: false, configurable: false });
+const constructors = [
+  [Function, "the Function constructor"],
+  [Object.getPrototypeOf(async function () {}).constructor, "the AsyncFunction constructor"],
+  [Object.getPrototypeOf(function* () {}).constructor, "the GeneratorFunction constructor"],
+  [Object.getPrototypeOf(async function* () {}).constructor, "the AsyncGeneratorFunction constructor"],
+];
+for (const [ctor, what] of constructors) fix(ctor.prototype, "constructor", guard(ctor, what));
+fix(globalThis, "Function", Function.prototype.constructor);
+fix(globalThis, "eval", () => refuse("eval"));
+"#;
+const PRELUDE_NAME: &str = "nodetool:prelude";
+
+struct ThreadWaker(std::thread::Thread);
+
+impl Wake for ThreadWaker {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// Captured console output under the run's caps.
+pub(crate) struct Logs {
+    pub entries: Vec<LogEntry>,
+    pub dropped: usize,
+    max_entries: usize,
+    max_chars: usize,
+}
+
+impl Logs {
+    fn push(&mut self, level: LogLevel, mut message: String) {
+        if self.entries.len() >= self.max_entries {
+            self.dropped += 1;
+            return;
+        }
+        if message.chars().count() > self.max_chars {
+            let cut: String = message.chars().take(self.max_chars).collect();
+            message = format!("{cut}… [truncated]");
+        }
+        self.entries.push(LogEntry { level, message });
+    }
+
+    fn finish(mut self) -> Vec<LogEntry> {
+        if self.dropped > 0 {
+            self.entries.push(LogEntry {
+                level: LogLevel::Warn,
+                message: format!(
+                    "… {} more console lines were dropped (the cap is {} per run)",
+                    self.dropped, self.max_entries
+                ),
+            });
+        }
+        self.entries
+    }
+}
+
+/// Why the interrupt handler stopped the engine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stop {
+    Deadline,
+    Cancelled,
+}
+
+pub(crate) fn run(cache: &Arc<BytecodeCache>, request: RunRequest<'_>) -> RunOutcome {
+    let started = Instant::now();
+    let logs = Rc::new(RefCell::new(Logs {
+        entries: Vec::new(),
+        dropped: 0,
+        max_entries: request.limits.log_entries,
+        max_chars: request.limits.log_chars,
+    }));
+    let result = execute(cache, &request, &logs, started);
+    let logs = Rc::try_unwrap(logs).map_or_else(
+        |shared| std::mem::take(&mut shared.borrow_mut().entries),
+        |l| l.into_inner().finish(),
+    );
+    RunOutcome {
+        result,
+        logs,
+        duration: started.elapsed(),
+    }
+}
+
+fn execute(
+    cache: &Arc<BytecodeCache>,
+    request: &RunRequest<'_>,
+    logs: &Rc<RefCell<Logs>>,
+    started: Instant,
+) -> Result<Value, RunError> {
+    // Resolution errors end the run before anything starts, naming the specifier.
+    if let Some(status) = request
+        .resolution
+        .statuses
+        .iter()
+        .find(|s| s.status == StatusLevel::Error)
+    {
+        let code = match status.code {
+            StatusCode::ModuleUnavailable => RunErrorCode::ModuleUnavailable,
+            _ => RunErrorCode::ModuleNotFound,
+        };
+        return Err(RunError {
+            specifier: status.specifier.clone(),
+            ..RunError::new(code, status.message.clone())
+        });
+    }
+    let entry = build_entry(request.code).map_err(|e| RunError {
+        line: Some(e.line),
+        column: Some(e.column),
+        ..RunError::new(RunErrorCode::SyntaxError, e.message)
+    })?;
+    let entry_bytecode = compile_module(ENTRY_MODULE_NAME, &entry.source)
+        .map_err(|e| entry_syntax_error(request.code, &e))?;
+    let prelude = cache.get_or_compile(PRELUDE_NAME, PRELUDE).map_err(|e| {
+        RunError::new(
+            RunErrorCode::RuntimeError,
+            format!("the sandbox prelude did not compile: {}", e.message),
+        )
+    })?;
+
+    let limits: &RunLimits = &request.limits;
+    let deadline = started + limits.timeout;
+    let runtime = Runtime::new().map_err(|e| engine_error(&e))?;
+    runtime.set_memory_limit(limits.memory_bytes);
+    runtime.set_max_stack_size(limits.stack_bytes);
+    let stop: Rc<Cell<Option<Stop>>> = Rc::new(Cell::new(None));
+    {
+        let stop = Rc::clone(&stop);
+        let cancel = request.cancel.clone();
+        runtime.set_interrupt_handler(Some(Box::new(move || {
+            if cancel.as_ref().is_some_and(|c| c.0.load(Ordering::Relaxed)) {
+                stop.set(Some(Stop::Cancelled));
+            } else if Instant::now() >= deadline {
+                stop.set(Some(Stop::Deadline));
+            }
+            stop.get().is_some()
+        })));
+    }
+    let table = Rc::new(ModuleTable::new(
+        &request.resolution.modules,
+        Arc::clone(cache),
+    ));
+    runtime.set_loader(
+        SandboxResolver(Rc::clone(&table)),
+        SandboxLoader(Rc::clone(&table)),
+    );
+    let bridge = Rc::new(bridge_state(request));
+    let _current = CurrentRun::enter(Rc::clone(&bridge));
+    let context = Context::custom::<SandboxIntrinsics>(&runtime).map_err(|e| engine_error(&e))?;
+
+    let failure = |ctx: &Ctx<'_>, error: rquickjs::Error| -> RunError {
+        classify(ctx, error, &table, &bridge, stop.get())
+    };
+
+    // Globals, hardening, then the entry: resolve its whole static graph, lock, evaluate.
+    let evaluation: Persistent<Promise<'static>> = context.with(|ctx| -> Result<_, RunError> {
+        install_globals(&ctx, request, logs).map_err(|e| failure(&ctx, e))?;
+        let (_, hardened) = load_module(&ctx, &prelude)
+            .and_then(|m| m.eval())
+            .map_err(|e| failure(&ctx, e))?;
+        if let Some(Err(e)) = hardened.result::<()>() {
+            return Err(failure(&ctx, e));
+        }
+        let resolved =
+            load_and_resolve_entry(&ctx, &entry_bytecode).map_err(|e| failure(&ctx, e))?;
+        table.locked.set(true);
+        let promise = resolved.evaluate(&ctx).map_err(|e| failure(&ctx, e))?;
+        ctx.store_userdata(EntryHandle(resolved)).map_err(|_| {
+            RunError::new(RunErrorCode::RuntimeError, "the entry could not be kept")
+        })?;
+        Ok(Persistent::save(&ctx, promise))
+    })?;
+
+    let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+    loop {
+        // Run every queued job (promise reactions) until the queue is empty.
+        loop {
+            match runtime.execute_pending_job() {
+                Ok(true) => {}
+                Ok(false) => break,
+                // A job that throws rejects the promise it belongs to; the outcome comes from
+                // the entry's promise, so nothing is lost by moving on.
+                Err(_) => {}
+            }
+        }
+        let settled = context.with(|ctx| -> Option<Result<Value, RunError>> {
+            let promise = evaluation.clone().restore(&ctx).ok()?;
+            match promise.state() {
+                PromiseState::Pending => None,
+                PromiseState::Resolved => Some(read_result(&ctx, &table, &bridge, stop.get())),
+                PromiseState::Rejected => {
+                    let reason: rquickjs::Value = match promise.result::<rquickjs::Value>() {
+                        Some(Err(e)) => {
+                            if e.is_exception() {
+                                ctx.catch()
+                            } else {
+                                rquickjs::Value::new_undefined(ctx.clone())
+                            }
+                        }
+                        Some(Ok(v)) => v,
+                        None => rquickjs::Value::new_undefined(ctx.clone()),
+                    };
+                    Some(Err(classify_value(
+                        &ctx,
+                        &reason,
+                        &table,
+                        &bridge,
+                        stop.get(),
+                    )))
+                }
+            }
+        });
+        if let Some(outcome) = settled {
+            return outcome;
+        }
+        if let Some(reason) = stop.get() {
+            return Err(stopped(reason, limits.timeout));
+        }
+        // Poll the dispatcher calls the guest awaits.
+        let mut progressed = false;
+        let mut pending = std::mem::take(&mut *bridge.pending.borrow_mut());
+        let mut still = Vec::with_capacity(pending.len());
+        for mut call in pending.drain(..) {
+            match call
+                .future
+                .as_mut()
+                .poll(&mut TaskContext::from_waker(&waker))
+            {
+                Poll::Pending => still.push(call),
+                Poll::Ready(outcome) => {
+                    progressed = true;
+                    context.with(|ctx| {
+                        if let Err(e) = settle(&ctx, &bridge, call, outcome) {
+                            let _ = failure(&ctx, e);
+                        }
+                    });
+                }
+            }
+        }
+        let waiting = {
+            let mut slot = bridge.pending.borrow_mut();
+            still.append(&mut slot);
+            *slot = still;
+            !slot.is_empty()
+        };
+        if progressed || runtime.is_job_pending() {
+            continue;
+        }
+        if !waiting {
+            return Err(RunError::new(
+                RunErrorCode::RuntimeError,
+                "the body's result never settles: it awaits a Promise that nothing will resolve",
+            ));
+        }
+        if request
+            .cancel
+            .as_ref()
+            .is_some_and(|c| c.0.load(Ordering::Relaxed))
+        {
+            return Err(stopped(Stop::Cancelled, limits.timeout));
+        }
+        let now = Instant::now();
+        if now >= deadline {
+            return Err(stopped(Stop::Deadline, limits.timeout));
+        }
+        // Woken by a dispatcher's waker; the cap lets cancellation be noticed promptly.
+        std::thread::park_timeout((deadline - now).min(Duration::from_millis(20)));
+    }
+}
+
+/// Keeps the resolved entry reachable from the context so its namespace can be read at the end.
+struct EntryHandle(crate::engine::ResolvedEntry);
+
+// SAFETY: EntryHandle holds no JavaScript value with a lifetime; it is a module definition
+// pointer that stays valid for the context's whole life.
+#[allow(unsafe_code)]
+unsafe impl<'js> rquickjs::JsLifetime<'js> for EntryHandle {
+    type Changed<'to> = EntryHandle;
+}
+
+fn read_result(
+    ctx: &Ctx<'_>,
+    table: &ModuleTable,
+    bridge: &BridgeState,
+    stop: Option<Stop>,
+) -> Result<Value, RunError> {
+    let Some(entry) = ctx.userdata::<EntryHandle>() else {
+        return Err(RunError::new(
+            RunErrorCode::RuntimeError,
+            "the entry's result is unavailable",
+        ));
+    };
+    let namespace = entry
+        .0
+        .namespace(ctx)
+        .map_err(|e| classify(ctx, e, table, bridge, stop))?;
+    let value: rquickjs::Value = namespace
+        .get("default")
+        .map_err(|e| classify(ctx, e, table, bridge, stop))?;
+    from_js(&value, "the result").map_err(|e| {
+        if let Some(reason) = stop {
+            return stopped(reason, Duration::ZERO);
+        }
+        RunError::new(RunErrorCode::RuntimeError, e.message)
+    })
+}
+
+fn bridge_state(request: &RunRequest<'_>) -> BridgeState {
+    let mut host_keys = HashSet::new();
+    let mut wasm_keys = HashSet::new();
+    for m in &request.resolution.modules {
+        match m.kind {
+            ResolvedKind::Host { .. } => {
+                host_keys.insert(m.specifier.clone());
+            }
+            ResolvedKind::Wasm { .. } => {
+                wasm_keys.insert(m.specifier.clone());
+            }
+            ResolvedKind::Js => {}
+        }
+    }
+    BridgeState {
+        host: DispatchSide {
+            dispatcher: request.dispatchers.host.clone(),
+            keys: host_keys,
+            code: RunErrorCode::HostModuleError,
+            label: "host",
+        },
+        wasm: DispatchSide {
+            dispatcher: request.dispatchers.wasm.clone(),
+            keys: wasm_keys,
+            code: RunErrorCode::WasmError,
+            label: "WASM",
+        },
+        pending: RefCell::new(Vec::new()),
+        thrown: RefCell::new(Vec::new()),
+    }
+}
+
+fn install_globals<'js>(
+    ctx: &Ctx<'js>,
+    request: &RunRequest<'_>,
+    logs: &Rc<RefCell<Logs>>,
+) -> rquickjs::Result<()> {
+    let globals = ctx.globals();
+    let freeze: Function = globals.get::<_, Object>("Object")?.get("freeze")?;
+
+    let console = Object::new(ctx.clone())?;
+    for (name, level) in [
+        ("log", LogLevel::Log),
+        ("info", LogLevel::Info),
+        ("warn", LogLevel::Warn),
+        ("error", LogLevel::Error),
+        ("debug", LogLevel::Debug),
+    ] {
+        let logs = Rc::clone(logs);
+        console.set(
+            name,
+            Function::new(ctx.clone(), move |args: Rest<rquickjs::Value<'js>>| {
+                let message = args
+                    .0
+                    .iter()
+                    .map(format_log_argument)
+                    .collect::<Vec<_>>()
+                    .join(" ");
+                logs.borrow_mut().push(level, message);
+            })?,
+        )?;
+    }
+    freeze.call::<_, ()>((console.clone(),))?;
+    globals.set("console", console)?;
+
+    globals.set("inputs", to_js(ctx, request.inputs, Some(&freeze))?)?;
+    caps::install(ctx, &request.capabilities, &freeze)?;
+    Ok(())
+}
+
+fn format_log_argument(value: &rquickjs::Value<'_>) -> String {
+    if let Some(s) = value.as_string().and_then(|s| s.to_string().ok()) {
+        return s;
+    }
+    if value.is_error() {
+        return describe_exception(value);
+    }
+    match from_js(value, "the value") {
+        Ok(v) => serde_json_text(&v),
+        Err(e) => format!("[{}]", e.message),
+    }
+}
+
+/// The engine reports compile errors without a position, so the body is parsed again with oxc
+/// (which the fast path skipped) to say where; the engine's message is the fallback.
+fn entry_syntax_error(body: &str, e: &CompileError) -> RunError {
+    if let Err(parsed) = crate::entry::parse_body(body) {
+        return RunError {
+            line: Some(parsed.line),
+            column: Some(parsed.column),
+            ..RunError::new(RunErrorCode::SyntaxError, parsed.message)
+        };
+    }
+    RunError {
+        line: e.line.map(|l| l.saturating_sub(ENTRY_LINE_OFFSET).max(1)),
+        column: e.column,
+        ..RunError::new(RunErrorCode::SyntaxError, e.message.clone())
+    }
+}
+
+fn engine_error(e: &rquickjs::Error) -> RunError {
+    RunError::new(
+        RunErrorCode::RuntimeError,
+        format!("the sandbox could not start: {e}"),
+    )
+}
+
+fn stopped(reason: Stop, timeout: Duration) -> RunError {
+    match reason {
+        Stop::Deadline => RunError::new(
+            RunErrorCode::Timeout,
+            format!("the run exceeded its {} ms deadline", timeout.as_millis()),
+        ),
+        Stop::Cancelled => RunError::new(RunErrorCode::Cancelled, "the run was cancelled"),
+    }
+}
+
+fn classify(
+    ctx: &Ctx<'_>,
+    error: rquickjs::Error,
+    table: &ModuleTable,
+    bridge: &BridgeState,
+    stop: Option<Stop>,
+) -> RunError {
+    if error.is_exception() {
+        let value = ctx.catch();
+        return classify_value(ctx, &value, table, bridge, stop);
+    }
+    if let Some(reason) = stop {
+        return stopped(reason, Duration::ZERO);
+    }
+    RunError::new(RunErrorCode::RuntimeError, error.to_string())
+}
+
+/// Names an uncaught thrown value: a stop, an engine limit, a loader refusal, a dispatcher
+/// error, or the body's own error with its position in the body.
+fn classify_value(
+    ctx: &Ctx<'_>,
+    value: &rquickjs::Value<'_>,
+    table: &ModuleTable,
+    bridge: &BridgeState,
+    stop: Option<Stop>,
+) -> RunError {
+    let _ = ctx;
+    let described = describe_exception(value);
+    let object = value.as_object();
+    let name: String = object.and_then(|o| o.get("name").ok()).unwrap_or_default();
+    let message: String = object
+        .and_then(|o| o.get("message").ok())
+        .unwrap_or_else(|| described.clone());
+    if let Some(reason) = stop
+        && (message.contains("interrupted") || name == "InternalError")
+    {
+        return stopped(reason, Duration::ZERO);
+    }
+    if name == "InternalError" && message == "out of memory" {
+        return RunError::new(
+            RunErrorCode::MemoryLimit,
+            "the run exceeded its memory limit",
+        );
+    }
+    if name == "InternalError" && message == "string too long" {
+        return RunError::new(
+            RunErrorCode::MemoryLimit,
+            "the run built a string longer than the engine allows",
+        );
+    }
+    if message == "Maximum call stack size exceeded"
+        || (name == "InternalError" && message == "stack overflow")
+    {
+        return RunError::new(
+            RunErrorCode::StackOverflow,
+            "the run exceeded its stack (too much recursion)",
+        );
+    }
+    if let Some(denial) = table
+        .denials
+        .borrow()
+        .iter()
+        .rev()
+        .find(|d| d.message == message)
+    {
+        let (line, column) = body_position(object);
+        return RunError {
+            code: denial.code,
+            message: denial.message.clone(),
+            line,
+            column,
+            specifier: Some(denial.specifier.clone()),
+        };
+    }
+    if let Some(failure) = table
+        .compile_failures
+        .borrow()
+        .iter()
+        .find(|f| message == **f)
+    {
+        return RunError::new(RunErrorCode::SyntaxError, failure.clone());
+    }
+    if let Some((_, code)) = bridge
+        .thrown
+        .borrow()
+        .iter()
+        .rev()
+        .find(|(m, _)| *m == message)
+    {
+        let (line, column) = body_position(object);
+        return RunError {
+            line,
+            column,
+            ..RunError::new(*code, described)
+        };
+    }
+    let (line, column) = body_position(object);
+    RunError {
+        line,
+        column,
+        ..RunError::new(RunErrorCode::RuntimeError, described)
+    }
+}
+
+/// The body position of the innermost stack frame in the entry module, if any.
+fn body_position(error: Option<&Object<'_>>) -> (Option<u32>, Option<u32>) {
+    let stack: String = error.and_then(|o| o.get("stack").ok()).unwrap_or_default();
+    let marker = format!("{ENTRY_MODULE_NAME}:");
+    for frame in stack.lines() {
+        let Some(at) = frame
+            .find(&format!("({marker}"))
+            .map(|i| i + 1)
+            .or_else(|| frame.find(&format!(" {marker}")).map(|i| i + 1))
+        else {
+            continue;
+        };
+        let rest = &frame[at + marker.len()..];
+        let mut parts = rest.trim_end_matches(')').split(':');
+        let line = parts.next().and_then(|l| l.parse::<u32>().ok());
+        let column = parts.next().and_then(|c| c.parse::<u32>().ok());
+        if let Some(line) = line {
+            return (Some(line.saturating_sub(ENTRY_LINE_OFFSET).max(1)), column);
+        }
+    }
+    (None, None)
+}
