@@ -22,7 +22,8 @@ fn usage() -> ExitCode {
          commands:\n  \
          ci                  formatting, every test, and the layering check (what .ci/run runs)\n  \
          export              regenerate protocol/schema/nodetool-manifest.schema.json\n  \
-         bench discovery     discover 200 generated packs; resolution cost at 20 vs 2,000 packs"
+         bench discovery     discover 200 generated packs; resolution cost at 20 vs 2,000 packs\n  \
+         bench guest         one invocation's cost, a js-yaml import, peak memory per run"
     );
     ExitCode::from(2)
 }
@@ -132,7 +133,8 @@ fn ci() -> Result<(), String> {
 fn bench(area: &str) -> Result<(), String> {
     let (package, bench) = match area {
         "discovery" => ("nodetool-discovery", "discovery"),
-        other => return Err(format!("unknown bench area {other:?} (known: discovery)")),
+        "guest" => ("nodetool-guest", "guest"),
+        other => return Err(format!("unknown bench area {other:?} (known: discovery, guest)")),
     };
     run(
         &format!("cargo bench -p {package}"),
