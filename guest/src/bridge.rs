@@ -9,21 +9,54 @@ use std::cell::RefCell;
 use std::collections::HashSet;
 use std::rc::Rc;
 use std::sync::Arc;
+use std::task::{Context as TaskContext, Poll};
 
 use nodetool_protocol::run::RunErrorCode;
 use nodetool_protocol::value::Value;
 use rquickjs::module::{Declarations, Exports, ModuleDef};
 use rquickjs::{Ctx, Exception, Function, Persistent, Promise};
 
+use crate::caps::{FetchFuture, FetchResponse, FetchSettle, settle_fetch};
 use crate::convert::{from_js, to_js};
 use crate::{DispatchFuture, Dispatcher};
 
-/// A dispatcher call the guest is awaiting.
+/// What the guest is awaiting, and what to build from it when it settles.
+pub(crate) enum Awaited {
+    /// A facade's dispatcher call: settles into the converted `Value`; an uncaught failure is
+    /// reported with `code`.
+    Dispatch {
+        future: DispatchFuture,
+        code: RunErrorCode,
+    },
+    /// A `fetch`: settles into a Response object built in Rust.
+    Fetch {
+        future: FetchFuture,
+        settle: FetchSettle,
+    },
+}
+
+/// What an [`Awaited`] future produced.
+pub(crate) enum Outcome {
+    Dispatch(Result<Value, crate::DispatchError>),
+    Fetch(Result<FetchResponse, String>),
+}
+
+/// A host call (dispatcher or capability) the guest is awaiting. Polled by the run's event loop
+/// and dropped, unsettled, if the run ends first.
 pub(crate) struct PendingCall {
-    pub future: DispatchFuture,
+    pub awaited: Awaited,
     pub resolve: Persistent<Function<'static>>,
     pub reject: Persistent<Function<'static>>,
-    pub code: RunErrorCode,
+}
+
+impl PendingCall {
+    /// Polls the awaited future once.
+    pub(crate) fn poll(&mut self, cx: &mut TaskContext<'_>) -> Poll<Outcome> {
+        match &mut self.awaited {
+            Awaited::Dispatch { future, .. } => future.as_mut().poll(cx).map(Outcome::Dispatch),
+            Awaited::Fetch { future, .. } => future.as_mut().poll(cx).map(Outcome::Fetch),
+        }
+    }
 }
 
 /// One side of dispatch (host or WASM): the dispatcher and the module keys this run declared.
@@ -41,6 +74,35 @@ pub(crate) struct BridgeState {
     pub pending: RefCell<Vec<PendingCall>>,
     /// Messages of dispatcher errors thrown into the guest, to name an uncaught one's code.
     pub thrown: RefCell<Vec<(String, RunErrorCode)>>,
+}
+
+/// Dispatcher errors remembered per run (the most recent ones), to name an uncaught one.
+const MAX_REMEMBERED_THROWN: usize = 64;
+/// Calls (dispatcher or fetch) a run may have in flight at once: each holds host memory the
+/// guest heap limit does not see, so the count is bounded.
+pub(crate) const MAX_PENDING_CALLS: usize = 1_024;
+
+impl BridgeState {
+    /// Remembers an error thrown into the guest, keeping only the recent ones.
+    pub(crate) fn remember_thrown(&self, message: String, code: RunErrorCode) {
+        let mut thrown = self.thrown.borrow_mut();
+        if thrown.len() >= MAX_REMEMBERED_THROWN {
+            thrown.remove(0);
+        }
+        thrown.push((message, code));
+    }
+
+    /// Queues a call, or says why not (too many in flight).
+    pub(crate) fn push_pending(&self, call: PendingCall) -> Result<(), String> {
+        let mut pending = self.pending.borrow_mut();
+        if pending.len() >= MAX_PENDING_CALLS {
+            return Err(format!(
+                "{MAX_PENDING_CALLS} calls are already in flight in this run; await some before starting more"
+            ));
+        }
+        pending.push(call);
+        Ok(())
+    }
 }
 
 thread_local! {
@@ -63,7 +125,8 @@ impl Drop for CurrentRun {
     }
 }
 
-fn current() -> Option<Rc<BridgeState>> {
+/// The state of the run on this thread, if one is running.
+pub(crate) fn current() -> Option<Rc<BridgeState>> {
     CURRENT.with(|c| c.borrow().clone())
 }
 
@@ -137,7 +200,7 @@ fn call<'js>(
     };
     let side = if host { &state.host } else { &state.wasm };
     let refuse = |message: String| -> rquickjs::Result<Promise<'js>> {
-        state.thrown.borrow_mut().push((message.clone(), side.code));
+        state.remember_thrown(message.clone(), side.code);
         let error = Exception::from_message(ctx.clone(), &message)?;
         reject.call::<_, ()>((error,))?;
         Ok(promise.clone())
@@ -175,13 +238,23 @@ fn call<'js>(
             side.label
         ));
     };
+    if state.pending.borrow().len() >= MAX_PENDING_CALLS {
+        return refuse(format!(
+            "{key_text}: {export_text}: {MAX_PENDING_CALLS} calls are already in flight in this run; await some before starting more"
+        ));
+    }
     let future = dispatcher.call(&key_text, &export_text, values);
-    state.pending.borrow_mut().push(PendingCall {
-        future,
+    let queued = state.push_pending(PendingCall {
+        awaited: Awaited::Dispatch {
+            future,
+            code: side.code,
+        },
         resolve: Persistent::save(ctx, resolve),
-        reject: Persistent::save(ctx, reject),
-        code: side.code,
+        reject: Persistent::save(ctx, reject.clone()),
     });
+    if let Err(message) = queued {
+        return refuse(format!("{key_text}: {export_text}: {message}"));
+    }
     Ok(promise)
 }
 
@@ -190,23 +263,44 @@ pub(crate) fn settle<'js>(
     ctx: &Ctx<'js>,
     state: &BridgeState,
     call: PendingCall,
-    outcome: Result<Value, crate::DispatchError>,
+    outcome: Outcome,
 ) -> rquickjs::Result<()> {
     let resolve = call.resolve.restore(ctx)?;
     let reject = call.reject.restore(ctx)?;
-    let converted = outcome.and_then(|value| {
-        to_js(ctx, &value, None).map_err(|e| crate::DispatchError {
-            message: format!("the result could not cross into the sandbox: {e}"),
-        })
-    });
-    match converted {
-        Ok(value) => resolve.call::<_, ()>((value,)),
-        Err(e) => {
-            state
-                .thrown
-                .borrow_mut()
-                .push((e.message.clone(), call.code));
-            let error = Exception::from_message(ctx.clone(), &e.message)?;
+    match (call.awaited, outcome) {
+        (Awaited::Dispatch { code, .. }, Outcome::Dispatch(outcome)) => {
+            let converted = outcome.and_then(|value| {
+                to_js(ctx, &value, None).map_err(|e| crate::DispatchError {
+                    message: format!("the result could not cross into the sandbox: {e}"),
+                })
+            });
+            match converted {
+                Ok(value) => resolve.call::<_, ()>((value,)),
+                Err(e) => {
+                    state.remember_thrown(e.message.clone(), code);
+                    let error = Exception::from_message(ctx.clone(), &e.message)?;
+                    reject.call::<_, ()>((error,))
+                }
+            }
+        }
+        (Awaited::Fetch { settle, .. }, Outcome::Fetch(outcome)) => {
+            match settle_fetch(ctx, &settle, outcome) {
+                Ok(Ok(response)) => resolve.call::<_, ()>((response,)),
+                Ok(Err(message)) => {
+                    let error = Exception::from_message(ctx.clone(), &message)?;
+                    reject.call::<_, ()>((error,))
+                }
+                // Building the Response threw (out of memory, say): the guest gets that error.
+                Err(e) if e.is_exception() => reject.call::<_, ()>((ctx.catch(),)),
+                Err(e) => Err(e),
+            }
+        }
+        // `PendingCall::poll` pairs each future with its own outcome.
+        _ => {
+            let error = Exception::from_message(
+                ctx.clone(),
+                "the sandbox settled a call with the wrong kind of result",
+            )?;
             reject.call::<_, ()>((error,))
         }
     }

@@ -146,9 +146,17 @@ fn exception(ctx: &Ctx<'_>, error: rquickjs::Error) -> CompileError {
 #[derive(Default)]
 pub(crate) struct BytecodeCache {
     entries: Mutex<HashMap<[u8; 32], Arc<[u8]>>>,
+    prelude: std::sync::OnceLock<Result<Arc<[u8]>, CompileError>>,
 }
 
 impl BytecodeCache {
+    /// The hardening prelude's bytecode, compiled once per process.
+    pub(crate) fn prelude(&self, name: &str, source: &str) -> Result<Arc<[u8]>, CompileError> {
+        self.prelude
+            .get_or_init(|| compile_module(name, source).map(Arc::from))
+            .clone()
+    }
+
     /// The bytecode for (name, source), compiling on first use.
     pub(crate) fn get_or_compile(
         &self,

@@ -58,7 +58,15 @@ fn to_js_at<'js>(
         Value::Object(members) => {
             let object = Object::new(ctx.clone())?;
             for (k, v) in members {
-                object.set(k.as_str(), to_js_at(ctx, v, freeze, depth + 1)?)?;
+                // Defined, not assigned: a "__proto__" key stays an ordinary key.
+                let item = to_js_at(ctx, v, freeze, depth + 1)?;
+                object.prop(
+                    k.as_str(),
+                    rquickjs::object::Property::from(item)
+                        .writable()
+                        .enumerable()
+                        .configurable(),
+                )?;
             }
             frozen(object)?
         }
@@ -71,17 +79,61 @@ pub(crate) struct CrossError {
     pub message: String,
 }
 
+/// Approximate host bytes a value may occupy once it has crossed (the guest heap's own size):
+/// the guest cannot make the host hold more than it could hold itself.
+pub(crate) const MAX_CROSSING_BYTES: usize = 64 * 1024 * 1024;
+
 /// Converts a guest value to a host value. `what` names the root in messages (`result`).
 pub(crate) fn from_js<'js>(value: &rquickjs::Value<'js>, what: &str) -> Result<Value, CrossError> {
-    let mut stack = Vec::new();
-    from_js_at(value, what, &mut stack)
+    from_js_limited(value, what, MAX_CROSSING_BYTES)
+}
+
+/// [`from_js`] with an explicit budget of approximate host bytes.
+pub(crate) fn from_js_limited<'js>(
+    value: &rquickjs::Value<'js>,
+    what: &str,
+    budget: usize,
+) -> Result<Value, CrossError> {
+    let mut walk = Walk {
+        stack: Vec::new(),
+        left: budget,
+        budget,
+    };
+    from_js_at(value, what, &mut walk)
+}
+
+struct Walk<'js> {
+    stack: Vec<rquickjs::Value<'js>>,
+    left: usize,
+    budget: usize,
+}
+
+/// Approximate host cost of one node besides its payload.
+const NODE_BYTES: usize = 32;
+
+impl<'js> Walk<'js> {
+    fn spend(&mut self, path: &str, bytes: usize) -> Result<(), CrossError> {
+        match self.left.checked_sub(bytes + NODE_BYTES) {
+            Some(left) => {
+                self.left = left;
+                Ok(())
+            }
+            None => Err(CrossError {
+                message: format!(
+                    "{path} is larger than the {} bytes a value may occupy when it crosses the sandbox boundary",
+                    self.budget
+                ),
+            }),
+        }
+    }
 }
 
 fn from_js_at<'js>(
     value: &rquickjs::Value<'js>,
     path: &str,
-    stack: &mut Vec<rquickjs::Value<'js>>,
+    walk: &mut Walk<'js>,
 ) -> Result<Value, CrossError> {
+    walk.spend(path, 0)?;
     use rquickjs::Type;
     let fail = |why: String| CrossError {
         message: format!("{path} {why}"),
@@ -93,8 +145,14 @@ fn from_js_at<'js>(
         Type::Int => return Ok(Value::Number(f64::from(value.as_int().unwrap_or(0)))),
         Type::Float => return Ok(Value::Number(value.as_float().unwrap_or(f64::NAN))),
         Type::String => {
-            let s = value.as_string().map(|s| s.to_string()).transpose().map_err(|e| fail(format!("is not a valid string ({e})")))?;
-            return Ok(Value::String(s.unwrap_or_default()));
+            let s = value
+                .as_string()
+                .map(|s| s.to_string())
+                .transpose()
+                .map_err(|e| fail(format!("is not a valid string ({e})")))?
+                .unwrap_or_default();
+            walk.spend(path, s.len())?;
+            return Ok(Value::String(s));
         }
         Type::BigInt => return Err(fail("is a BigInt, which cannot cross the sandbox boundary; convert it with String() or Number()".into())),
         Type::Symbol => return Ok(Value::Undefined),
@@ -105,14 +163,15 @@ fn from_js_at<'js>(
         return Ok(Value::Undefined);
     };
     if let Some(bytes) = bytes_of(value) {
+        walk.spend(path, bytes.len())?;
         return Ok(Value::Bytes(bytes));
     }
-    if stack.iter().any(|seen| seen == value) {
+    if walk.stack.iter().any(|seen| seen == value) {
         return Err(fail(
             "refers back to itself (a cycle), which cannot cross the sandbox boundary".into(),
         ));
     }
-    if stack.len() >= MAX_DEPTH {
+    if walk.stack.len() >= MAX_DEPTH {
         return Err(fail(format!("is nested more than {MAX_DEPTH} levels deep")));
     }
     // `toJSON` first (Date and friends), as JSON.stringify does.
@@ -121,18 +180,19 @@ fn from_js_at<'js>(
             .call((rquickjs::function::This(object.clone()),))
             .map_err(|e| fail(format!("could not be read: {}", thrown(object.ctx(), e))))?;
         if converted != *value {
-            stack.push(value.clone());
-            let out = from_js_at(&converted, path, stack);
-            stack.pop();
+            walk.stack.push(value.clone());
+            let out = from_js_at(&converted, path, walk);
+            walk.stack.pop();
             return out;
         }
     }
-    stack.push(value.clone());
+    walk.stack.push(value.clone());
     let out = if value.is_array() {
         let length: usize = object
             .get::<_, f64>("length")
             .map(|l| l as usize)
             .unwrap_or(0);
+        walk.spend(path, length.saturating_mul(16))?;
         let mut items = Vec::with_capacity(length.min(1 << 16));
         for i in 0..length {
             let index = u32::try_from(i)
@@ -140,7 +200,7 @@ fn from_js_at<'js>(
             let item: rquickjs::Value = object.get(index).map_err(|e| CrossError {
                 message: format!("{path}[{i}] could not be read: {}", thrown(object.ctx(), e)),
             })?;
-            let converted = from_js_at(&item, &format!("{path}[{i}]"), stack)?;
+            let converted = from_js_at(&item, &format!("{path}[{i}]"), walk)?;
             items.push(if converted == Value::Undefined {
                 Value::Null
             } else {
@@ -156,20 +216,21 @@ fn from_js_at<'js>(
         let mut members = Vec::new();
         for key in object.keys::<String>() {
             let key = key.map_err(|e| fail(format!("has an unreadable key ({e})")))?;
+            walk.spend(path, key.len())?;
             let item: rquickjs::Value = object.get(key.as_str()).map_err(|e| CrossError {
                 message: format!(
                     "{path}.{key} could not be read: {}",
                     thrown(object.ctx(), e)
                 ),
             })?;
-            let converted = from_js_at(&item, &format!("{path}.{key}"), stack)?;
+            let converted = from_js_at(&item, &format!("{path}.{key}"), walk)?;
             if converted != Value::Undefined {
                 members.push((key, converted));
             }
         }
         Ok(Value::Object(members))
     };
-    stack.pop();
+    walk.stack.pop();
     out
 }
 

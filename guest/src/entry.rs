@@ -103,7 +103,7 @@ pub(crate) fn build_entry(body: &str) -> Result<Entry, BodySyntaxError> {
     // fallback keeps the original text rather than panic.
     let blanked = String::from_utf8(blanked).unwrap_or_else(|_| body.to_string());
     let mut source = hoisted.join(" ");
-    if !source.is_empty() {
+    if !hoisted.is_empty() {
         source.push(' ');
     }
     source.push_str(WRAPPER_OPEN);

@@ -28,6 +28,7 @@ mod engine;
 mod entry;
 mod loader;
 mod run;
+pub mod validate;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -39,7 +40,9 @@ use nodetool_protocol::catalog::Resolution;
 use nodetool_protocol::run::{LogEntry, RunError};
 use nodetool_protocol::value::Value;
 
-pub use caps::Capabilities;
+pub use caps::{
+    Capabilities, FetchClient, FetchFuture, FetchGrant, FetchRequest, FetchResponse, WorkspaceGrant,
+};
 pub use entry::{BodyImport, BodySyntaxError, body_imports};
 
 /// The limits of one run. There is no `Default`: callers state them ([`RunLimits::STANDARD`]

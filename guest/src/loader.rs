@@ -27,6 +27,8 @@ use crate::compile::BytecodeCache;
 use crate::engine::load_module;
 
 const MODULE_PREFIX: &str = "nodetool-sandbox:";
+/// Refusals remembered per run (the most recent ones).
+const MAX_REMEMBERED_DENIALS: usize = 64;
 
 /// What a module name the engine holds stands for.
 #[derive(Debug, Clone)]
@@ -149,11 +151,18 @@ impl ModuleTable {
         specifier: &str,
         message: String,
     ) -> rquickjs::Error {
-        self.denials.borrow_mut().push(Denial {
+        let mut denials = self.denials.borrow_mut();
+        // A body may refuse-and-retry in a loop; only the recent refusals are needed to name
+        // an uncaught one, so the record stays bounded.
+        if denials.len() >= MAX_REMEMBERED_DENIALS {
+            denials.remove(0);
+        }
+        denials.push(Denial {
             code,
             specifier: specifier.to_string(),
             message: message.clone(),
         });
+        drop(denials);
         Exception::throw_message(ctx, &message)
     }
 

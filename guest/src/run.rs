@@ -13,6 +13,7 @@ use nodetool_protocol::run::{LogEntry, LogLevel, RunError, RunErrorCode};
 use nodetool_protocol::value::Value;
 use rquickjs::context::intrinsic;
 use rquickjs::function::Rest;
+use rquickjs::object::Property;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Function, Object, Persistent, Promise, Runtime};
 
@@ -39,6 +40,9 @@ type SandboxIntrinsics = (
     intrinsic::WeakRef,
 );
 
+/// The name the prelude is compiled under (never resolvable: it is evaluated directly).
+const PRELUDE_NAME: &str = "nodetool:prelude";
+
 /// Runs before any module of the run. The context already cannot compile source (no `Eval`
 /// intrinsic); this replaces every route to a code-generating constructor with a guard whose
 /// error names what was refused, and makes the replacements permanent.
@@ -61,7 +65,6 @@ for (const [ctor, what] of constructors) fix(ctor.prototype, "constructor", guar
 fix(globalThis, "Function", Function.prototype.constructor);
 fix(globalThis, "eval", () => refuse("eval"));
 "#;
-const PRELUDE_NAME: &str = "nodetool:prelude";
 
 struct ThreadWaker(std::thread::Thread);
 
@@ -113,7 +116,8 @@ impl Logs {
 /// Why the interrupt handler stopped the engine.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stop {
-    Deadline,
+    /// The deadline (the run's timeout) passed.
+    Deadline(Duration),
     Cancelled,
 }
 
@@ -166,15 +170,15 @@ fn execute(
     })?;
     let entry_bytecode = compile_module(ENTRY_MODULE_NAME, &entry.source)
         .map_err(|e| entry_syntax_error(request.code, &e))?;
-    let prelude = cache.get_or_compile(PRELUDE_NAME, PRELUDE).map_err(|e| {
+    let prelude = cache.prelude(PRELUDE_NAME, PRELUDE).map_err(|e| {
         RunError::new(
             RunErrorCode::RuntimeError,
             format!("the sandbox prelude did not compile: {}", e.message),
         )
     })?;
-
     let limits: &RunLimits = &request.limits;
     let deadline = started + limits.timeout;
+    let timeout = limits.timeout;
     let runtime = Runtime::new().map_err(|e| engine_error(&e))?;
     runtime.set_memory_limit(limits.memory_bytes);
     runtime.set_max_stack_size(limits.stack_bytes);
@@ -186,7 +190,7 @@ fn execute(
             if cancel.as_ref().is_some_and(|c| c.0.load(Ordering::Relaxed)) {
                 stop.set(Some(Stop::Cancelled));
             } else if Instant::now() >= deadline {
-                stop.set(Some(Stop::Deadline));
+                stop.set(Some(Stop::Deadline(timeout)));
             }
             stop.get().is_some()
         })));
@@ -202,6 +206,9 @@ fn execute(
     let bridge = Rc::new(bridge_state(request));
     let _current = CurrentRun::enter(Rc::clone(&bridge));
     let context = Context::custom::<SandboxIntrinsics>(&runtime).map_err(|e| engine_error(&e))?;
+    // Declared after the context, so dropped before it: calls still pending when the run ends
+    // hold guest functions, which must be released while the runtime is alive.
+    let _pending = DropPending(Rc::clone(&bridge));
 
     let failure = |ctx: &Ctx<'_>, error: rquickjs::Error| -> RunError {
         classify(ctx, error, &table, &bridge, stop.get())
@@ -210,6 +217,7 @@ fn execute(
     // Globals, hardening, then the entry: resolve its whole static graph, lock, evaluate.
     let evaluation: Persistent<Promise<'static>> = context.with(|ctx| -> Result<_, RunError> {
         install_globals(&ctx, request, logs).map_err(|e| failure(&ctx, e))?;
+        // Hardening first: the prelude evaluates before the entry's graph is even resolved.
         let (_, hardened) = load_module(&ctx, &prelude)
             .and_then(|m| m.eval())
             .map_err(|e| failure(&ctx, e))?;
@@ -269,18 +277,14 @@ fn execute(
             return outcome;
         }
         if let Some(reason) = stop.get() {
-            return Err(stopped(reason, limits.timeout));
+            return Err(stopped(reason));
         }
         // Poll the dispatcher calls the guest awaits.
         let mut progressed = false;
         let mut pending = std::mem::take(&mut *bridge.pending.borrow_mut());
         let mut still = Vec::with_capacity(pending.len());
         for mut call in pending.drain(..) {
-            match call
-                .future
-                .as_mut()
-                .poll(&mut TaskContext::from_waker(&waker))
-            {
+            match call.poll(&mut TaskContext::from_waker(&waker)) {
                 Poll::Pending => still.push(call),
                 Poll::Ready(outcome) => {
                     progressed = true;
@@ -312,14 +316,26 @@ fn execute(
             .as_ref()
             .is_some_and(|c| c.0.load(Ordering::Relaxed))
         {
-            return Err(stopped(Stop::Cancelled, limits.timeout));
+            return Err(stopped(Stop::Cancelled));
         }
         let now = Instant::now();
         if now >= deadline {
-            return Err(stopped(Stop::Deadline, limits.timeout));
+            return Err(stopped(Stop::Deadline(limits.timeout)));
         }
         // Woken by a dispatcher's waker; the cap lets cancellation be noticed promptly.
         std::thread::park_timeout((deadline - now).min(Duration::from_millis(20)));
+    }
+}
+
+/// Drops the calls still pending when a run ends (a timeout, a cancellation, an early result),
+/// unsettled, before the context and runtime go: each holds guest functions, and a guest
+/// value that outlives its runtime aborts the process in `JS_FreeRuntime`.
+struct DropPending(Rc<BridgeState>);
+
+impl Drop for DropPending {
+    fn drop(&mut self) {
+        let pending = std::mem::take(&mut *self.0.pending.borrow_mut());
+        drop(pending);
     }
 }
 
@@ -354,7 +370,7 @@ fn read_result(
         .map_err(|e| classify(ctx, e, table, bridge, stop))?;
     from_js(&value, "the result").map_err(|e| {
         if let Some(reason) = stop {
-            return stopped(reason, Duration::ZERO);
+            return stopped(reason);
         }
         RunError::new(RunErrorCode::RuntimeError, e.message)
     })
@@ -423,9 +439,14 @@ fn install_globals<'js>(
         )?;
     }
     freeze.call::<_, ()>((console.clone(),))?;
-    globals.set("console", console)?;
+    // Capability globals are read-only bindings: a pack module shares them but cannot swap
+    // one out to watch what the body does with it.
+    globals.prop("console", Property::from(console))?;
 
-    globals.set("inputs", to_js(ctx, request.inputs, Some(&freeze))?)?;
+    globals.prop(
+        "inputs",
+        Property::from(to_js(ctx, request.inputs, Some(&freeze))?),
+    )?;
     caps::install(ctx, &request.capabilities, &freeze)?;
     Ok(())
 }
@@ -437,7 +458,8 @@ fn format_log_argument(value: &rquickjs::Value<'_>) -> String {
     if value.is_error() {
         return describe_exception(value);
     }
-    match from_js(value, "the value") {
+    // Only what fits in a console line is worth converting.
+    match crate::convert::from_js_limited(value, "the value", 64 * 1024) {
         Ok(v) => serde_json_text(&v),
         Err(e) => format!("[{}]", e.message),
     }
@@ -467,9 +489,9 @@ fn engine_error(e: &rquickjs::Error) -> RunError {
     )
 }
 
-fn stopped(reason: Stop, timeout: Duration) -> RunError {
+fn stopped(reason: Stop) -> RunError {
     match reason {
-        Stop::Deadline => RunError::new(
+        Stop::Deadline(timeout) => RunError::new(
             RunErrorCode::Timeout,
             format!("the run exceeded its {} ms deadline", timeout.as_millis()),
         ),
@@ -489,7 +511,7 @@ fn classify(
         return classify_value(ctx, &value, table, bridge, stop);
     }
     if let Some(reason) = stop {
-        return stopped(reason, Duration::ZERO);
+        return stopped(reason);
     }
     RunError::new(RunErrorCode::RuntimeError, error.to_string())
 }
@@ -513,7 +535,7 @@ fn classify_value(
     if let Some(reason) = stop
         && (message.contains("interrupted") || name == "InternalError")
     {
-        return stopped(reason, Duration::ZERO);
+        return stopped(reason);
     }
     if name == "InternalError" && message == "out of memory" {
         return RunError::new(

@@ -493,3 +493,55 @@ fn a_pack_module_sees_exactly_the_granted_secrets() {
         Value::String("getSecret: the secret \"TOKEN\" was not granted to this run".into())
     );
 }
+
+#[test]
+fn a_timeout_cannot_be_caught() {
+    let mut run = Run::new("for (;;) { try { while (true) {} } catch (e) { } }\nreturn 'escaped'");
+    run.limits.timeout = Duration::from_millis(150);
+    assert_eq!(err(run.go()).code, RunErrorCode::Timeout);
+}
+
+#[test]
+fn the_host_never_holds_more_than_the_guest_could() {
+    // 40 MB of strings in a 64 MiB heap is fine for the guest; the result's crossing budget
+    // refuses it by name rather than letting the host allocate it several times over.
+    let e = err(Run::new(
+        "const s = 'x'.repeat(1 << 20); return Array.from({ length: 70 }, () => s)",
+    )
+    .go());
+    assert_eq!(e.code, RunErrorCode::RuntimeError);
+    assert!(e.message.contains("larger than the"), "{e}");
+    let outcome = Run::new("console.log(new Array(1e6).fill(7)); return 1").go();
+    assert_eq!(outcome.result, Ok(Value::Number(1.0)));
+    assert!(
+        outcome.logs[0].message.contains("larger than the"),
+        "{:?}",
+        outcome.logs
+    );
+}
+
+#[test]
+fn proto_keys_stay_ordinary_keys_and_capabilities_are_read_only() {
+    let mut run = Run::new(
+        "return [Object.keys(inputs), inputs.x, Object.getPrototypeOf(inputs) === Object.prototype, (() => { try { globalThis.console = 1 } catch (e) { return 'refused' } return typeof console })(), (() => { try { inputs = 2 } catch (e) { return 'refused' } return typeof inputs })()]",
+    );
+    run.inputs = Value::from_json(serde_json_value());
+    let v = ok(run.go());
+    let Value::Array(items) = v else { panic!() };
+    assert_eq!(
+        items[0],
+        Value::Array(vec![Value::String("__proto__".into())])
+    );
+    assert_eq!(
+        items[1],
+        Value::Null,
+        "inputs.x must not come from a prototype"
+    );
+    assert_eq!(items[2], Value::Bool(true));
+    assert_eq!(items[3], Value::String("refused".into()));
+    assert_eq!(items[4], Value::String("refused".into()));
+}
+
+fn serde_json_value() -> serde_json::Value {
+    serde_json::from_str(r#"{"__proto__": {"x": 1}}"#).unwrap_or_default()
+}

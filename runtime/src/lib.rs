@@ -10,6 +10,8 @@
 //! Architecture invariant: no answer of the catalog carries a filesystem path, and this crate
 //! neither discovers, compiles nor executes anything: it is the contract, not an implementation.
 
+pub mod codeact;
+
 use std::future::Future;
 use std::path::Path;
 use std::pin::Pin;

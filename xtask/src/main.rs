@@ -1,9 +1,13 @@
 //! `cargo xtask`: the repository's automation, in Rust.
 //!
-//! * `cargo xtask ci` is the test command: formatting, clippy, the whole test suite (`--locked`), and
-//!   the layering rule that `protocol` and `discovery` link no engine. `.ci/run` calls it.
-//! * `cargo xtask export` regenerates the committed generated files (the manifest JSON Schema);
-//!   tests fail when a committed copy drifts from what the code generates.
+//! * `cargo xtask ci` is the test command: formatting, clippy, the whole test suite (`--locked`),
+//!   the layering rule that `protocol` and `discovery` link no engine, and the guest contract
+//!   fixtures. `.ci/run` calls it.
+//! * `cargo xtask export` regenerates the committed generated files (the manifest JSON Schema
+//!   and the guest contract fixtures); tests fail when a committed copy drifts from what the code
+//!   generates.
+//! * `cargo xtask fixtures` runs every guest contract fixture against the Rust guest: one line
+//!   per failure, then `N passed, M failed`.
 //! * `cargo xtask bench <area>` runs an optimized benchmark (`discovery`) and prints its
 //!   figures. Benchmarks are never part of the test suite: the machines are shared and noisy.
 
@@ -20,8 +24,9 @@ fn usage() -> ExitCode {
     eprintln!(
         "usage: cargo xtask <command>\n\n\
          commands:\n  \
-         ci                  formatting, every test, and the layering check (what .ci/run runs)\n  \
-         export              regenerate protocol/schema/nodetool-manifest.schema.json\n  \
+         ci                  formatting, every test, the layering check and the fixtures (what .ci/run runs)\n  \
+         export              regenerate the manifest schema and tests/contract/fixtures.json\n  \
+         fixtures            run every guest contract fixture against the Rust guest\n  \
          bench discovery     discover 200 generated packs; resolution cost at 20 vs 2,000 packs\n  \
          bench guest         one invocation's cost, a js-yaml import, peak memory per run"
     );
@@ -33,7 +38,33 @@ fn export() -> Result<(), String> {
     let text = schema_text();
     std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     println!("wrote {}", nodetool_protocol::MANIFEST_SCHEMA_PATH);
+    let relative = nodetool_tests::contract::FIXTURES_JSON_PATH;
+    let path = workspace_root().join(relative);
+    let text = nodetool_tests::contract::fixtures_json()
+        .map_err(|e| format!("cannot serialize the contract fixtures: {e}"))?;
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    }
+    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("wrote {relative}");
     Ok(())
+}
+
+/// Runs every guest contract fixture in this process: one line per failure (its name and
+/// why), then exactly `N passed, M failed`. Returns whether none failed.
+fn fixtures() -> bool {
+    let fixtures = nodetool_tests::contract::fixtures();
+    let outcomes = nodetool_tests::contract::run_all(&fixtures);
+    let mut failed = 0;
+    for (fixture, outcome) in &outcomes {
+        if let Err(why) = outcome {
+            failed += 1;
+            println!("FAILED {}: {why}", fixture.name);
+        }
+    }
+    println!("{} passed, {failed} failed", outcomes.len() - failed);
+    failed == 0
 }
 
 /// The schema file's exact text: pretty JSON plus a final newline.
@@ -127,6 +158,10 @@ fn ci() -> Result<(), String> {
         "cargo test",
         cargo().args(["test", "--workspace", "--locked"]),
     )?;
+    println!("xtask: contract fixtures");
+    if !fixtures() {
+        return Err("contract fixtures failed".into());
+    }
     Ok(())
 }
 
@@ -134,12 +169,49 @@ fn bench(area: &str) -> Result<(), String> {
     let (package, bench) = match area {
         "discovery" => ("nodetool-discovery", "discovery"),
         "guest" => ("nodetool-guest", "guest"),
-        other => return Err(format!("unknown bench area {other:?} (known: discovery, guest)")),
+        other => {
+            return Err(format!(
+                "unknown bench area {other:?} (known: discovery, guest)"
+            ));
+        }
     };
-    run(
-        &format!("cargo bench -p {package}"),
-        cargo().args(["bench", "--locked", "-p", package, "--bench", bench]),
-    )
+    let mut command = cargo();
+    command.args(["bench", "--locked", "-p", package, "--bench", bench]);
+    if area == "guest" {
+        command.env("NODETOOL_BENCH_JS_YAML", js_yaml_bundle()?);
+    }
+    run(&format!("cargo bench -p {package}"), &mut command)
+}
+
+/// The js-yaml ESM build the guest bench imports, installed from the npm registry into
+/// `target/bench-npm` on first use (the version the reference stack's figures used).
+fn js_yaml_bundle() -> Result<PathBuf, String> {
+    let dir = workspace_root().join("target/bench-npm");
+    let bundle = dir.join("node_modules/js-yaml/dist/js-yaml.mjs");
+    if !bundle.is_file() {
+        std::fs::create_dir_all(&dir)
+            .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+        let status = Command::new("npm")
+            .args([
+                "install",
+                "--no-audit",
+                "--no-fund",
+                "--ignore-scripts",
+                "--no-save",
+                "--prefix",
+            ])
+            .arg(&dir)
+            .arg("js-yaml@5.5.0")
+            .status()
+            .map_err(|e| format!("cannot run npm (needed for the js-yaml bench input): {e}"))?;
+        if !status.success() || !bundle.is_file() {
+            return Err(format!(
+                "npm could not install js-yaml into {}",
+                dir.display()
+            ));
+        }
+    }
+    Ok(bundle)
 }
 
 fn main() -> ExitCode {
@@ -152,6 +224,14 @@ fn main() -> ExitCode {
     {
         ["ci"] => ci(),
         ["export"] => export(),
+        // Not through `result`: the tally must stay the last line printed.
+        ["fixtures"] => {
+            return if fixtures() {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::FAILURE
+            };
+        }
         ["bench", area] => bench(area),
         _ => return usage(),
     };
