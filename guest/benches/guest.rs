@@ -79,6 +79,29 @@ fn main() {
             .and_then(|v| v.parse().ok())
             .unwrap_or(3),
     );
+    // The floor: a runtime and a context with the sandbox's intrinsics, created and dropped,
+    // nothing evaluated. Everything `Sandbox::run` adds is measured against this.
+    show(
+        "floor: runtime + context (sandbox intrinsics) created and dropped, nothing run",
+        &measure(budget, || {
+            use rquickjs::context::intrinsic as i;
+            let runtime = rquickjs::Runtime::new().unwrap_or_else(|e| panic!("{e}"));
+            let context = rquickjs::Context::custom::<(
+                i::Date,
+                i::RegExpCompiler,
+                i::RegExp,
+                i::Json,
+                i::Proxy,
+                i::MapSet,
+                i::TypedArrays,
+                i::Promise,
+                i::WeakRef,
+            )>(&runtime)
+            .unwrap_or_else(|e| panic!("{e}"));
+            drop(context);
+            drop(runtime);
+        }),
+    );
     let sandbox = Sandbox::new();
     let empty = Resolution::default();
     assert_eq!(run(&sandbox, "return 1 + 1", &empty), Value::Number(2.0));

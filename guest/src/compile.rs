@@ -80,6 +80,22 @@ thread_local! {
 
 /// Compiles `source` as an ES module named `name` into bytecode.
 pub(crate) fn compile_module(name: &str, source: &str) -> Result<Vec<u8>, CompileError> {
+    with_compiler(|ctx| {
+        let module = Module::declare(ctx.clone(), name, source).map_err(|e| exception(&ctx, e))?;
+        module
+            .write(WriteOptions::default())
+            .map_err(|e| exception(&ctx, e))
+    })
+}
+
+/// Compiles `source` as strict global script code into bytecode.
+pub(crate) fn compile_script(name: &str, source: &str) -> Result<Vec<u8>, CompileError> {
+    with_compiler(|ctx| {
+        crate::engine::compile_script(&ctx, name, source).map_err(|e| exception(&ctx, e))
+    })
+}
+
+fn with_compiler<T>(f: impl FnOnce(Ctx<'_>) -> Result<T, CompileError>) -> Result<T, CompileError> {
     COMPILER.with(|cell| {
         let mut slot = cell.borrow_mut();
         if slot
@@ -101,13 +117,7 @@ pub(crate) fn compile_module(name: &str, source: &str) -> Result<Vec<u8>, Compil
             });
         };
         compiler.compiles += 1;
-        compiler.context.with(|ctx| {
-            let module =
-                Module::declare(ctx.clone(), name, source).map_err(|e| exception(&ctx, e))?;
-            module
-                .write(WriteOptions::default())
-                .map_err(|e| exception(&ctx, e))
-        })
+        compiler.context.with(f)
     })
 }
 
@@ -145,16 +155,69 @@ fn exception(ctx: &Ctx<'_>, error: rquickjs::Error) -> CompileError {
 /// The per-process bytecode cache for pack modules.
 #[derive(Default)]
 pub(crate) struct BytecodeCache {
+    /// SHA-256 of (name, source) to bytecode: one compile per distinct module text.
     entries: Mutex<HashMap<[u8; 32], Arc<[u8]>>>,
+    /// The same answers keyed by the address of a catalog's shared source: a module a catalog
+    /// serves run after run is found without hashing its text again. Each entry holds the
+    /// source, so an address is never reused while it is a key.
+    by_source: Mutex<HashMap<usize, SourceAlias>>,
     prelude: std::sync::OnceLock<Result<Arc<[u8]>, CompileError>>,
 }
+
+struct SourceAlias {
+    source: Arc<str>,
+    name: String,
+    bytecode: Arc<[u8]>,
+}
+
+/// Entries either map holds before it is emptied (a soft reload can retire whole catalogs; the
+/// cache must not keep every old version alive).
+const MAX_CACHE_ENTRIES: usize = 4_096;
 
 impl BytecodeCache {
     /// The hardening prelude's bytecode, compiled once per process.
     pub(crate) fn prelude(&self, name: &str, source: &str) -> Result<Arc<[u8]>, CompileError> {
         self.prelude
-            .get_or_init(|| compile_module(name, source).map(Arc::from))
+            .get_or_init(|| compile_script(name, source).map(Arc::from))
             .clone()
+    }
+
+    /// The bytecode for (name, source), compiling on first use.
+    /// The bytecode for a catalog-shared source under `name`, compiling on first use.
+    pub(crate) fn get_or_compile_shared(
+        &self,
+        name: &str,
+        source: &Arc<str>,
+    ) -> Result<Arc<[u8]>, CompileError> {
+        let address = Arc::as_ptr(source).cast::<u8>() as usize;
+        {
+            let aliases = self
+                .by_source
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if let Some(alias) = aliases.get(&address) {
+                if Arc::ptr_eq(&alias.source, source) && alias.name == name {
+                    return Ok(Arc::clone(&alias.bytecode));
+                }
+            }
+        }
+        let bytecode = self.get_or_compile(name, source)?;
+        let mut aliases = self
+            .by_source
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner);
+        if aliases.len() >= MAX_CACHE_ENTRIES {
+            aliases.clear();
+        }
+        aliases.insert(
+            address,
+            SourceAlias {
+                source: Arc::clone(source),
+                name: name.to_string(),
+                bytecode: Arc::clone(&bytecode),
+            },
+        );
+        Ok(bytecode)
     }
 
     /// The bytecode for (name, source), compiling on first use.
@@ -177,10 +240,11 @@ impl BytecodeCache {
             return Ok(Arc::clone(hit));
         }
         let bytes: Arc<[u8]> = compile_module(name, source)?.into();
-        self.entries
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .insert(key, Arc::clone(&bytes));
+        let mut entries = self.entries.lock().unwrap_or_else(PoisonError::into_inner);
+        if entries.len() >= MAX_CACHE_ENTRIES {
+            entries.clear();
+        }
+        entries.insert(key, Arc::clone(&bytes));
         Ok(bytes)
     }
 }

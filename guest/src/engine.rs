@@ -138,3 +138,61 @@ pub(crate) fn bytes_of(value: &Value<'_>) -> Option<Vec<u8>> {
     all.get(offset..offset.checked_add(length)?)
         .map(<[u8]>::to_vec)
 }
+
+/// Compiles `source` as strict global script code into bytecode, in an eval-capable context.
+/// Used for the hardening prelude only: a script skips the module machinery a module would pay
+/// for on every run.
+pub(crate) fn compile_script(ctx: &Ctx<'_>, name: &str, source: &str) -> rquickjs::Result<Vec<u8>> {
+    let raw = ctx.as_raw().as_ptr();
+    let name = std::ffi::CString::new(name)?;
+    let text = std::ffi::CString::new(source)?;
+    // SAFETY: both strings are NUL-terminated and outlive the calls; every returned value is
+    // checked for an exception, and each reference taken is released exactly once.
+    unsafe {
+        let flags = (qjs::JS_EVAL_TYPE_GLOBAL
+            | qjs::JS_EVAL_FLAG_STRICT
+            | qjs::JS_EVAL_FLAG_COMPILE_ONLY) as i32;
+        let function = qjs::JS_Eval(raw, text.as_ptr(), source.len() as _, name.as_ptr(), flags);
+        if qjs::JS_IsException(function) {
+            return Err(rquickjs::Error::Exception);
+        }
+        let mut length: qjs::size_t = 0;
+        let buffer = qjs::JS_WriteObject(
+            raw,
+            &mut length,
+            function,
+            qjs::JS_WRITE_OBJ_BYTECODE as i32,
+        );
+        qjs::JS_FreeValue(raw, function);
+        if buffer.is_null() {
+            return Err(rquickjs::Error::Exception);
+        }
+        let bytes = std::slice::from_raw_parts(buffer, length as usize).to_vec();
+        qjs::js_free(raw, buffer.cast());
+        Ok(bytes)
+    }
+}
+
+/// Runs script bytecode written by [`compile_script`] in `ctx`'s global scope.
+pub(crate) fn run_script(ctx: &Ctx<'_>, bytes: &[u8]) -> rquickjs::Result<()> {
+    let raw = ctx.as_raw().as_ptr();
+    // SAFETY: the bytes are this process's own compiler output (see `load_module`); the
+    // function value is consumed by JS_EvalFunction and its result released.
+    unsafe {
+        let function = qjs::JS_ReadObject(
+            raw,
+            bytes.as_ptr(),
+            bytes.len() as _,
+            qjs::JS_READ_OBJ_BYTECODE as i32,
+        );
+        if qjs::JS_IsException(function) {
+            return Err(rquickjs::Error::Exception);
+        }
+        let result = qjs::JS_EvalFunction(raw, function);
+        if qjs::JS_IsException(result) {
+            return Err(rquickjs::Error::Exception);
+        }
+        qjs::JS_FreeValue(raw, result);
+        Ok(())
+    }
+}

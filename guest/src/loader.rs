@@ -279,9 +279,11 @@ impl Loader for SandboxLoader {
             }
             _ => {}
         }
-        let source = match table.bodies.get(name) {
-            Some(ModuleBody::PackFile { source, .. }) => source.as_ref(),
-            Some(ModuleBody::Facade { source, .. }) => source.as_str(),
+        let compiled = match table.bodies.get(name) {
+            Some(ModuleBody::PackFile { source, .. }) => {
+                table.cache.get_or_compile_shared(name, source)
+            }
+            Some(ModuleBody::Facade { source, .. }) => table.cache.get_or_compile(name, source),
             None => {
                 return Err(Exception::throw_message(
                     ctx,
@@ -289,7 +291,7 @@ impl Loader for SandboxLoader {
                 ));
             }
         };
-        match table.cache.get_or_compile(name, source) {
+        match compiled {
             Ok(bytecode) => load_module(ctx, &bytecode),
             Err(e) => {
                 let shown = name

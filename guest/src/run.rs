@@ -21,7 +21,7 @@ use crate::bridge::{BridgeState, CurrentRun, DispatchSide, settle};
 use crate::caps;
 use crate::compile::{BytecodeCache, CompileError, compile_module};
 use crate::convert::{describe_exception, from_js, serde_json_text, to_js};
-use crate::engine::{load_and_resolve_entry, load_module};
+use crate::engine::{load_and_resolve_entry, run_script};
 use crate::entry::{ENTRY_LINE_OFFSET, ENTRY_MODULE_NAME, build_entry};
 use crate::loader::{ModuleTable, SandboxLoader, SandboxResolver};
 use crate::{RunLimits, RunOutcome, RunRequest};
@@ -40,13 +40,13 @@ type SandboxIntrinsics = (
     intrinsic::WeakRef,
 );
 
-/// The name the prelude is compiled under (never resolvable: it is evaluated directly).
+/// The name the prelude script is compiled under (it is run directly, never imported).
 const PRELUDE_NAME: &str = "nodetool:prelude";
 
 /// Runs before any module of the run. The context already cannot compile source (no `Eval`
 /// intrinsic); this replaces every route to a code-generating constructor with a guard whose
 /// error names what was refused, and makes the replacements permanent.
-const PRELUDE: &str = r#"
+const PRELUDE: &str = r#"(() => {
 const refuse = (what) => {
   throw new EvalError(`${what} is not allowed in the sandbox: code cannot be generated from strings`);
 };
@@ -64,6 +64,7 @@ const constructors = [
 for (const [ctor, what] of constructors) fix(ctor.prototype, "constructor", guard(ctor, what));
 fix(globalThis, "Function", Function.prototype.constructor);
 fix(globalThis, "eval", () => refuse("eval"));
+})();
 "#;
 
 struct ThreadWaker(std::thread::Thread);
@@ -218,12 +219,7 @@ fn execute(
     let evaluation: Persistent<Promise<'static>> = context.with(|ctx| -> Result<_, RunError> {
         install_globals(&ctx, request, logs).map_err(|e| failure(&ctx, e))?;
         // Hardening first: the prelude evaluates before the entry's graph is even resolved.
-        let (_, hardened) = load_module(&ctx, &prelude)
-            .and_then(|m| m.eval())
-            .map_err(|e| failure(&ctx, e))?;
-        if let Some(Err(e)) = hardened.result::<()>() {
-            return Err(failure(&ctx, e));
-        }
+        run_script(&ctx, &prelude).map_err(|e| failure(&ctx, e))?;
         let resolved =
             load_and_resolve_entry(&ctx, &entry_bytecode).map_err(|e| failure(&ctx, e))?;
         table.locked.set(true);
