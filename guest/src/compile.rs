@@ -195,10 +195,11 @@ impl BytecodeCache {
                 .by_source
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner);
-            if let Some(alias) = aliases.get(&address) {
-                if Arc::ptr_eq(&alias.source, source) && alias.name == name {
-                    return Ok(Arc::clone(&alias.bytecode));
-                }
+            if let Some(alias) = aliases.get(&address)
+                && Arc::ptr_eq(&alias.source, source)
+                && alias.name == name
+            {
+                return Ok(Arc::clone(&alias.bytecode));
             }
         }
         let bytecode = self.get_or_compile(name, source)?;
