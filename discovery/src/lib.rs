@@ -35,6 +35,7 @@ pub mod digest;
 mod files;
 mod js;
 mod pack;
+pub mod trust;
 mod wasm;
 
 pub use catalog::{DiscoveredCatalog, DiscoveryOptions, RootKind, SearchRoot, discover_catalog};

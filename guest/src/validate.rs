@@ -220,8 +220,34 @@ pub fn validate_graph(
     for node in code_nodes(document)? {
         let (mut found, imports) = validate_body(&node.id, &node.code);
         issues.append(&mut found);
-        let declarations: Vec<Declaration> = imports
+        // An import that is not shaped like a sandbox specifier (`node:fs`, a path, a URL) is
+        // never a pack: the loader refuses it by name, so it is a module error, not a missing
+        // package.
+        let (specifiers, foreign): (Vec<&String>, Vec<&String>) = imports
             .iter()
+            .partition(|i| nodetool_protocol::names::is_specifier(i));
+        if !foreign.is_empty() {
+            let names = foreign
+                .iter()
+                .map(|f| format!("\"{f}\""))
+                .collect::<Vec<_>>()
+                .join(", ");
+            let first = build_entry(&node.code)
+                .ok()
+                .and_then(|e| e.imports.into_iter().find(|i| i.specifier == *foreign[0]));
+            issues.push(Issue {
+                node_id: node.id.clone(),
+                severity: Severity::Error,
+                code: "code_module",
+                message: format!(
+                    "The code imports {names}, which the sandbox refuses: only installed sandbox packs resolve, imported by package name (`@scope/pack` or `@scope/pack/module`)."
+                ),
+                line: first.as_ref().map(|i| i.line),
+                column: first.as_ref().map(|i| i.column),
+            });
+        }
+        let declarations: Vec<Declaration> = specifiers
+            .into_iter()
             .map(|specifier| {
                 node.stamps
                     .iter()
@@ -355,6 +381,20 @@ mod tests {
             "import a from 'p'; import b from 'p'; import 'q'; return 1",
         );
         assert_eq!(imports, ["p", "q"]);
+    }
+
+    #[test]
+    fn non_specifier_imports_are_module_errors() {
+        let g = serde_json::json!({ "nodes": [{ "id": "a", "type": CODE_NODE_TYPE, "data": { "code": "const a = 1;\nimport fs from 'node:fs';\nreturn 1" } }] });
+        let issues = validate_graph(&g, &nodetool_runtime::EmptyCatalog).unwrap_or_default();
+        assert_eq!(issues.len(), 1, "{issues:?}");
+        assert_eq!(issues[0].code, "code_module");
+        assert!(
+            issues[0].message.contains("\"node:fs\""),
+            "{}",
+            issues[0].message
+        );
+        assert_eq!(issues[0].line, Some(2));
     }
 
     #[test]
