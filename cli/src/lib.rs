@@ -233,8 +233,8 @@ fn usage_error(e: &clap::Error) -> ExitCode {
         }
         _ => {}
     }
-    // clap renders `error: <what>` (continued on indented lines), a blank line, `tip:` lines,
-    // and a `Usage: nodetool <command> [OPTIONS] ...` line.
+    // clap renders `error: <what>` (continued on indented lines), then a blank line, `tip:`
+    // lines and the usage.
     let rendered = e.render().to_string();
     let mut lines = rendered.lines().map(str::trim);
     let what: Vec<&str> = lines.by_ref().take_while(|l| !l.is_empty()).collect();
@@ -242,19 +242,32 @@ fn usage_error(e: &clap::Error) -> ExitCode {
     if let Some(rest) = message.strip_prefix("error: ") {
         message = rest.to_string();
     }
-    let rest: Vec<&str> = lines.collect();
-    for tip in rest.iter().filter_map(|l| l.strip_prefix("tip: ")) {
-        message.push_str(&format!("; {tip}"));
+    // Keep the tips that say what was meant (`a similar argument exists: '--json'`), not the
+    // one about passing a flag as a value.
+    for tip in lines.filter_map(|l| l.strip_prefix("tip: ")) {
+        if !tip.starts_with("to pass") {
+            message.push_str(&format!("; {tip}"));
+        }
     }
-    let command: Vec<&str> = rest
-        .iter()
-        .find_map(|l| l.strip_prefix("Usage: "))
-        .unwrap_or("nodetool")
-        .split_whitespace()
-        .take_while(|w| !w.starts_with(['[', '<']))
-        .collect();
-    errln!("nodetool: {message} (see `{} --help`)", command.join(" "));
+    errln!("nodetool: {message} (see `{} --help`)", command_path());
     ExitCode::from(2)
+}
+
+/// The subcommand the process's arguments name (`nodetool packs allow`), for the help pointer.
+fn command_path() -> String {
+    let mut command = <Cli as clap::CommandFactory>::command();
+    let mut path = vec![command.get_name().to_string()];
+    for arg in std::env::args().skip(1) {
+        if arg == "--" {
+            break;
+        }
+        let Some(sub) = command.find_subcommand(&arg).cloned() else {
+            continue;
+        };
+        path.push(sub.get_name().to_string());
+        command = sub;
+    }
+    path.join(" ")
 }
 
 fn dispatch(cli: Cli) -> Outcome {
@@ -524,6 +537,32 @@ fn resolve_body(code: &str, catalog: &dyn SandboxModuleCatalog) -> Result<Resolu
     Ok(catalog.resolve_for_execution(&declarations))
 }
 
+/// The dispatchers the resolution's facades need: the host-module dispatcher (which re-checks
+/// every host id against the registry pin) and, only when a WASM module is declared, the WASM
+/// host (compiling and re-validating each binary before first use).
+fn dispatchers(resolution: &Resolution) -> Result<Dispatchers, RunError> {
+    let host = nodetool_host_modules::HostDispatcher::for_resolution(resolution)
+        .map_err(|e| RunError::new(RunErrorCode::HostModuleError, e.0))?
+        .map(|d| d as Arc<dyn nodetool_runtime::dispatch::Dispatcher>);
+    let declares_wasm = resolution.modules.iter().any(|m| {
+        matches!(
+            m.kind,
+            nodetool_protocol::catalog::ResolvedKind::Wasm { .. }
+        )
+    });
+    let wasm = if declares_wasm {
+        let engine = nodetool_wasm_host::WasmHost::new()
+            .map_err(|e| RunError::new(RunErrorCode::WasmError, e.0))?;
+        engine
+            .dispatcher_for(resolution)
+            .map_err(|e| RunError::new(RunErrorCode::WasmError, e.0))?
+            .map(|d| d as Arc<dyn nodetool_runtime::dispatch::Dispatcher>)
+    } else {
+        None
+    };
+    Ok(Dispatchers { host, wasm })
+}
+
 /// Fills in where an import-related error's specifier is imported, when the guest could not.
 fn locate_import(mut error: RunError, code: &str) -> RunError {
     if error.line.is_none()
@@ -557,15 +596,22 @@ fn run(args: RunArgs, catalog: &DiscoveredCatalog) -> Outcome {
             logs: Vec::new(),
             duration: Duration::ZERO,
         },
-        Ok(resolution) => Sandbox::new().run(RunRequest {
-            code: &code,
-            resolution: &resolution,
-            inputs: &inputs,
-            limits,
-            capabilities,
-            dispatchers: Dispatchers::default(),
-            cancel: None,
-        }),
+        Ok(resolution) => match dispatchers(&resolution) {
+            Err(error) => nodetool_guest::RunOutcome {
+                result: Err(error),
+                logs: Vec::new(),
+                duration: Duration::ZERO,
+            },
+            Ok(dispatchers) => Sandbox::new().run(RunRequest {
+                code: &code,
+                resolution: &resolution,
+                inputs: &inputs,
+                limits,
+                capabilities,
+                dispatchers,
+                cancel: None,
+            }),
+        },
     };
     let mut outcome = outcome;
     outcome.result = outcome.result.map_err(|e| locate_import(e, &code));
@@ -693,13 +739,17 @@ fn codeact_step(
     {
         return observation_of(false, "the action's imports could not be resolved".into());
     }
+    let dispatchers = match dispatchers(&resolution) {
+        Ok(d) => d,
+        Err(error) => return observation_of(false, render::error_line(&error)),
+    };
     let outcome = Sandbox::new().run(RunRequest {
         code: &code,
         resolution: &resolution,
         inputs: &Value::Object(Vec::new()),
         limits: RunLimits::STANDARD,
         capabilities: Capabilities::default(),
-        dispatchers: Dispatchers::default(),
+        dispatchers,
         cancel: None,
     });
     let logs: String = outcome

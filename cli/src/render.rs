@@ -117,7 +117,9 @@ pub(crate) fn issues_human(issues: &[Issue], nodes: &[CodeNode], path: &Path) {
         };
         out!(
             "{severity}[{}]: {}\n  = node: {}\n",
-            issue.code, issue.message, issue.node_id
+            issue.code,
+            issue.message,
+            issue.node_id
         );
         if let Some(node) = nodes.iter().find(|n| n.id == issue.node_id) {
             out!(
@@ -183,9 +185,7 @@ pub(crate) fn packs_list(catalog: &DiscoveredCatalog, json: bool) {
         })
         .count();
     if problems > 0 {
-        outln!(
-            "{problems} diagnostic(s); run `nodetool packs doctor` for what to do about them."
-        );
+        outln!("{problems} diagnostic(s); run `nodetool packs doctor` for what to do about them.");
     }
 }
 

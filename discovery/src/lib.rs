@@ -36,7 +36,6 @@ mod files;
 mod js;
 mod pack;
 pub mod trust;
-mod wasm;
 
 pub use catalog::{DiscoveredCatalog, DiscoveryOptions, RootKind, SearchRoot, discover_catalog};
 pub use pack::{PackDiscovery, PackOutcome, discover_pack};

@@ -26,7 +26,7 @@ use crate::digest::{
 };
 use crate::files::{FileError, check_pack_file, read_capped, read_pack_metadata_file};
 use crate::js::scan_module;
-use crate::wasm::check_wasm;
+use nodetool_runtime::wasm_contract::check_wasm;
 
 /// A file of a pack's sandbox graph.
 #[derive(Debug, Clone)]

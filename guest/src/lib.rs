@@ -30,8 +30,6 @@ mod loader;
 mod run;
 pub mod validate;
 
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -89,25 +87,7 @@ impl CancelToken {
     }
 }
 
-/// A failed dispatcher call; thrown in the guest as an `Error` with this message.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct DispatchError {
-    /// The message (by convention `<id>.<export>: ...` for host modules).
-    pub message: String,
-}
-
-/// What a dispatcher call resolves to.
-pub type DispatchFuture = Pin<Box<dyn Future<Output = Result<Value, DispatchError>> + Send>>;
-
-/// The host side of generated facades. WASM and host modules implement it; the guest calls it
-/// with the facade's module key (its specifier), the export name and the argument list. Every
-/// check that makes a call legitimate belongs to the implementation: the bridge is private,
-/// but hiding is not the boundary.
-pub trait Dispatcher: Send + Sync {
-    /// Starts one call. The future is polled by the run's event loop and dropped if the run ends
-    /// first.
-    fn call(&self, module_key: &str, export: &str, args: Vec<Value>) -> DispatchFuture;
-}
+pub use nodetool_runtime::dispatch::{DispatchError, DispatchFuture, Dispatcher};
 
 /// The dispatchers a run's facades reach.
 #[derive(Clone, Default)]

@@ -1,7 +1,297 @@
-//! `nodetool-host-modules`: NodeTool's own native implementations behind `kind: "host"` entries.
+//! `nodetool-host-modules`: NodeTool's own native implementations behind `kind: "host"`
+//! entries, and the per-run dispatcher the generated host facades call.
 //!
-//! It will own (spec M6, its own issues): the per-run host dispatcher (re-checking the registry
-//! pin from `nodetool-protocol`), and the csv, xml, xlsx, zip, diff, html and ocr
-//! implementations with their input caps.
+//! A pack names a host id and nothing else; the id resolves through the protocol's registry,
+//! which pins the one package allowed to declare it. [`HostDispatcher::for_resolution`] repeats
+//! discovery's two checks (the id is in the registry; the pack is the pinned one), because a
+//! resolution can come from a catalog this process did not build. Every call then checks the
+//! module key (a host module this run declared), the export name (an own registry export) and
+//! the argument list. Each implementation enforces its library's own limits (input caps, the
+//! zip inflation cap, the workbook size caps) in the code the guest cannot bypass.
 //!
-//! A pack names a host id and nothing else: this crate must never load code a pack supplies.
+//! Architecture invariant: this crate never loads code a pack supplies, and links no
+//! JavaScript engine (it implements `nodetool_runtime::dispatch::Dispatcher`).
+
+mod csv;
+mod diff;
+pub mod limits;
+mod xlsx;
+mod xml;
+mod zip;
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
+
+use nodetool_protocol::catalog::{Resolution, ResolvedKind, pack_name_of};
+use nodetool_protocol::host::{HOST_MODULES, HostModuleSpec, host_module};
+use nodetool_protocol::value::Value;
+use nodetool_runtime::dispatch::{DispatchError, DispatchFuture, Dispatcher};
+
+/// One host export's implementation: the arguments in, the result or the message out (already
+/// prefixed `<id>.<export>: `).
+pub type HostFn = fn(&[Value]) -> Result<Value, String>;
+
+/// The implementation of `<id>.<export>`, by exact match.
+pub fn implementation(id: &str, export: &str) -> Option<HostFn> {
+    let f: HostFn = match (id, export) {
+        ("csv", "parse") => csv::parse,
+        ("csv", "stringify") => csv::stringify,
+        ("xml", "parse") => xml::parse,
+        ("xlsx", "parse") => xlsx::parse,
+        ("xlsx", "write") => xlsx::write,
+        ("zip", "unzip") => zip::unzip,
+        ("zip", "zip") => zip::zip,
+        ("diff", "unified") => diff::unified,
+        _ => return None,
+    };
+    Some(f)
+}
+
+/// Registry rows without an implementation, and implementations without a row (a test keeps
+/// both lists empty for the ids this build serves).
+pub fn registry_drift() -> Vec<String> {
+    let mut drift = Vec::new();
+    for spec in HOST_MODULES {
+        for export in spec.exports {
+            if implementation(spec.id, export).is_none() {
+                drift.push(format!(
+                    "{}.{export} is declared but not implemented",
+                    spec.id
+                ));
+            }
+        }
+    }
+    drift.sort();
+    drift
+}
+
+/// Why a dispatcher could not be built for a resolution.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HostModuleError(pub String);
+
+/// The per-run dispatcher for host modules.
+pub struct HostDispatcher {
+    /// Declared specifier -> its registry row.
+    declared: HashMap<String, &'static HostModuleSpec>,
+}
+
+fn describe(value: &str) -> String {
+    format!("{value:?}")
+}
+
+impl HostDispatcher {
+    /// The dispatcher for the host modules of `resolution`, or `None` when it has none. Refuses
+    /// an id NodeTool does not implement and an id declared by a package other than its pinned
+    /// one, whatever the resolution claims.
+    pub fn for_resolution(
+        resolution: &Resolution,
+    ) -> Result<Option<Arc<HostDispatcher>>, HostModuleError> {
+        let mut declared = HashMap::new();
+        for module in &resolution.modules {
+            let ResolvedKind::Host { host_id } = &module.kind else {
+                continue;
+            };
+            let specifier = &module.specifier;
+            let Some(spec) = host_module(host_id) else {
+                return Err(HostModuleError(format!(
+                    "{specifier}: \"{host_id}\" is not a host module NodeTool implements — host modules are first-party only, and a pack cannot bring its own"
+                )));
+            };
+            // The pack is read off the specifier, not taken from the resolution's say-so.
+            let pack = pack_name_of(specifier);
+            if spec.pack_name != pack || module.pack_name != pack {
+                return Err(HostModuleError(format!(
+                    "{specifier}: host module \"{host_id}\" belongs to {}",
+                    spec.pack_name
+                )));
+            }
+            declared.insert(specifier.clone(), spec);
+        }
+        Ok((!declared.is_empty()).then(|| Arc::new(HostDispatcher { declared })))
+    }
+
+    /// Validates one call and returns the implementation to run.
+    fn check(&self, module_key: &str, export: &str) -> Result<(HostFn, String), String> {
+        let Some(spec) = self.declared.get(module_key) else {
+            return Err(format!(
+                "{} is not a host sandbox module declared by this node",
+                describe(module_key)
+            ));
+        };
+        if !spec.exports.contains(&export) {
+            return Err(format!(
+                "{module_key} has no export named {}",
+                describe(export)
+            ));
+        }
+        let Some(f) = implementation(spec.id, export) else {
+            return Err(format!(
+                "{module_key}: {export} has no implementation in this runtime"
+            ));
+        };
+        Ok((f, format!("{}.{export}", spec.id)))
+    }
+}
+
+impl Dispatcher for HostDispatcher {
+    fn call(&self, module_key: &str, export: &str, args: Vec<Value>) -> DispatchFuture {
+        match self.check(module_key, export) {
+            Err(message) => Box::pin(std::future::ready(Err(DispatchError { message }))),
+            Ok((f, at)) => spawn(move || {
+                // An implementation that panics is a bug; the guest still gets an error, the
+                // host keeps running.
+                std::panic::catch_unwind(|| f(&args))
+                    .unwrap_or_else(|_| Err(format!("{at}: the host module failed unexpectedly")))
+                    .map_err(|message| DispatchError { message })
+            }),
+        }
+    }
+}
+
+/// Runs `work` on its own thread, so the run's event loop keeps its deadline (and concurrent
+/// calls from one run proceed in parallel).
+fn spawn(work: impl FnOnce() -> Result<Value, DispatchError> + Send + 'static) -> DispatchFuture {
+    let slot = Arc::new(Mutex::new(Slot {
+        answer: None,
+        waker: None,
+    }));
+    let worker = Arc::clone(&slot);
+    std::thread::spawn(move || {
+        let answer = work();
+        let mut slot = worker.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.answer = Some(answer);
+        if let Some(waker) = slot.waker.take() {
+            waker.wake();
+        }
+    });
+    Box::pin(Receive { slot })
+}
+
+struct Slot {
+    answer: Option<Result<Value, DispatchError>>,
+    waker: Option<Waker>,
+}
+
+struct Receive {
+    slot: Arc<Mutex<Slot>>,
+}
+
+impl Future for Receive {
+    type Output = Result<Value, DispatchError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        match slot.answer.take() {
+            Some(answer) => Poll::Ready(answer),
+            None => {
+                slot.waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nodetool_protocol::catalog::ResolvedModule;
+
+    fn host(specifier: &str, pack: &str, id: &str) -> ResolvedModule {
+        ResolvedModule {
+            specifier: specifier.into(),
+            pack_name: pack.into(),
+            pack_version: None,
+            content_digest: "a".repeat(64),
+            module_id: format!("host:{id}"),
+            graph: vec![],
+            kind: ResolvedKind::Host { host_id: id.into() },
+        }
+    }
+
+    fn resolution(modules: Vec<ResolvedModule>) -> Resolution {
+        Resolution {
+            modules,
+            statuses: vec![],
+        }
+    }
+
+    fn block_on(f: DispatchFuture) -> Result<Value, DispatchError> {
+        let mut f = f;
+        loop {
+            if let Poll::Ready(v) = f.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
+                return v;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
+    #[test]
+    fn no_host_modules_no_dispatcher() {
+        assert!(matches!(
+            HostDispatcher::for_resolution(&resolution(vec![])),
+            Ok(None)
+        ));
+    }
+
+    #[test]
+    fn forged_resolutions_are_refused() {
+        let e = HostDispatcher::for_resolution(&resolution(vec![host(
+            "@evil/pack",
+            "@evil/pack",
+            "csv",
+        )]))
+        .err();
+        assert!(e.is_some_and(|e| e.0.contains("belongs to @nodetool-ai/sandbox-csv")));
+        // A resolution that lies about its pack name is refused too.
+        let e = HostDispatcher::for_resolution(&resolution(vec![host(
+            "@evil/pack",
+            "@nodetool-ai/sandbox-csv",
+            "csv",
+        )]))
+        .err();
+        assert!(e.is_some_and(|e| e.0.contains("belongs to")));
+        let e =
+            HostDispatcher::for_resolution(&resolution(vec![host("@acme/x", "@acme/x", "shell")]))
+                .err();
+        assert!(e.is_some_and(|e| e.0.contains("is not a host module NodeTool implements")));
+    }
+
+    #[test]
+    fn calls_are_checked() {
+        let d = HostDispatcher::for_resolution(&resolution(vec![host(
+            "@nodetool-ai/sandbox-diff",
+            "@nodetool-ai/sandbox-diff",
+            "diff",
+        )]))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| panic!("dispatcher"));
+        let e = block_on(d.call("@nodetool-ai/sandbox-csv", "parse", vec![]))
+            .err()
+            .map(|e| e.message);
+        assert_eq!(
+            e.as_deref(),
+            Some("\"@nodetool-ai/sandbox-csv\" is not a host sandbox module declared by this node")
+        );
+        let e = block_on(d.call("@nodetool-ai/sandbox-diff", "constructor", vec![]))
+            .err()
+            .map(|e| e.message);
+        assert_eq!(
+            e.as_deref(),
+            Some("@nodetool-ai/sandbox-diff has no export named \"constructor\"")
+        );
+        let e = block_on(d.call("@nodetool-ai/sandbox-diff", "__proto__", vec![]))
+            .err()
+            .map(|e| e.message);
+        assert!(e.is_some_and(|m| m.contains("has no export named")));
+        let ok = block_on(d.call(
+            "@nodetool-ai/sandbox-diff",
+            "unified",
+            vec![Value::String("a\n".into()), Value::String("b\n".into())],
+        ));
+        assert!(matches!(ok, Ok(Value::String(s)) if s.contains("-a\n+b")));
+    }
+}

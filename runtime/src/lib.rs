@@ -11,6 +11,8 @@
 //! neither discovers, compiles nor executes anything: it is the contract, not an implementation.
 
 pub mod codeact;
+pub mod dispatch;
+pub mod wasm_contract;
 
 use std::future::Future;
 use std::path::Path;

@@ -1,8 +1,627 @@
 //! `nodetool-wasm-host`: runs a pack's scalar WASM exports on the host with wasmtime.
 //!
-//! It will own (spec M4, its own issue): compile once per process keyed by content digest, a
-//! fresh store and instance per call with an empty linker, re-validation of the binary against
-//! the scalar contract before first use, per-call timeouts, the per-invocation budgets, and the
-//! dispatcher implementation behind the generated WASM facades.
+//! It owns one engine per process ([`WasmHost`]) with modules compiled once and cached by
+//! content digest (a digest of the bytes, computed here, never taken from the resolution), a
+//! fresh store and instance per call from an `InstancePre` with an empty linker (no imports:
+//! globals and memory never persist between calls), re-validation of every binary against the
+//! scalar contract before first use, per-call timeouts by epoch interruption, memory growth
+//! capped by a resource limiter at the declared maximum, the per-invocation budgets (calls in
+//! flight, calls, aggregate wall clock with reserve-and-refund) and a process-wide cap on
+//! executing calls, and [`WasmDispatcher`], the `Dispatcher` behind the generated WASM facades.
 //!
-//! It must never link an import into a pack's module, and never let state outlive a call.
+//! Architecture invariants: a pack's module is never linked to anything (the linker is empty),
+//! never keeps state between calls, and a runaway export is stopped by the engine, not by
+//! abandoning a thread. Arguments are converted host-side and never implicitly.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::{Arc, Condvar, Mutex, PoisonError};
+use std::task::{Context, Poll, Waker};
+use std::time::{Duration, Instant};
+
+use nodetool_protocol::catalog::{FileContent, Resolution, ResolvedKind};
+use nodetool_protocol::limits::{WASM_BUDGETS, WasmBudgets};
+use nodetool_protocol::manifest::{WasmContract, WasmLimits};
+use nodetool_protocol::value::Value;
+use nodetool_runtime::dispatch::{DispatchError, DispatchFuture, Dispatcher};
+use nodetool_runtime::wasm_contract::check_wasm;
+use sha2::{Digest as _, Sha256};
+use wasmtime::{
+    Config, Engine, InstancePre, Linker, Module, Store, StoreLimits, StoreLimitsBuilder, Val,
+    ValType,
+};
+
+/// How often the epoch ticks; per-call timeouts are counted in ticks of this length.
+const EPOCH_TICK: Duration = Duration::from_millis(2);
+/// WASM page size in bytes.
+const PAGE_BYTES: usize = 64 * 1024;
+
+/// What each call's store carries.
+struct CallState {
+    limits: StoreLimits,
+}
+
+/// A validated, compiled module ready to instantiate.
+struct Compiled {
+    pre: InstancePre<CallState>,
+    /// Alias -> (binary export name, parameter types, result type).
+    exports: HashMap<String, ExportSig>,
+    memory_bytes: usize,
+}
+
+#[derive(Clone)]
+struct ExportSig {
+    wasm: String,
+    params: Vec<ValType>,
+    result: Option<ValType>,
+}
+
+/// A counting semaphore (std has none).
+struct Slots {
+    free: Mutex<usize>,
+    available: Condvar,
+}
+
+impl Slots {
+    fn new(n: usize) -> Self {
+        Slots {
+            free: Mutex::new(n),
+            available: Condvar::new(),
+        }
+    }
+
+    fn acquire(&self) -> SlotGuard<'_> {
+        let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
+        while *free == 0 {
+            free = self
+                .available
+                .wait(free)
+                .unwrap_or_else(PoisonError::into_inner);
+        }
+        *free -= 1;
+        SlotGuard(self)
+    }
+}
+
+struct SlotGuard<'a>(&'a Slots);
+
+impl Drop for SlotGuard<'_> {
+    fn drop(&mut self) {
+        *self.0.free.lock().unwrap_or_else(PoisonError::into_inner) += 1;
+        self.0.available.notify_one();
+    }
+}
+
+/// The process's WASM engine: compile cache, epoch ticker, and the cap on executing calls.
+pub struct WasmHost {
+    engine: Engine,
+    compiled: Mutex<HashMap<[u8; 32], Arc<Compiled>>>,
+    by_address: Mutex<HashMap<usize, AddressEntry>>,
+    executing: Slots,
+}
+
+type AddressEntry = (Arc<[u8]>, WasmContract, Arc<Compiled>);
+
+/// Why a WASM module or dispatcher could not be prepared.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WasmHostError(pub String);
+
+impl WasmHost {
+    /// An engine with epoch interruption and a ticker thread. One per process is the intent.
+    pub fn new() -> Result<Arc<WasmHost>, WasmHostError> {
+        let mut config = Config::new();
+        config.epoch_interruption(true);
+        let engine = Engine::new(&config)
+            .map_err(|e| WasmHostError(format!("the WASM engine could not start: {e}")))?;
+        let ticker = engine.weak();
+        std::thread::Builder::new()
+            .name("nodetool-wasm-epoch".into())
+            .spawn(move || {
+                // Ends with the engine: a weak handle that no longer upgrades stops the loop.
+                while let Some(engine) = ticker.upgrade() {
+                    engine.increment_epoch();
+                    drop(engine);
+                    std::thread::sleep(EPOCH_TICK);
+                }
+            })
+            .map_err(|e| WasmHostError(format!("the WASM epoch thread could not start: {e}")))?;
+        Ok(Arc::new(WasmHost {
+            engine,
+            compiled: Mutex::new(HashMap::new()),
+            by_address: Mutex::new(HashMap::new()),
+            executing: Slots::new(WASM_BUDGETS.worker_pool_size as usize),
+        }))
+    }
+
+    /// Validates (again) and compiles `bytes` under `contract`, once per distinct binary.
+    fn compile(
+        &self,
+        specifier: &str,
+        bytes: &Arc<[u8]>,
+        contract: &WasmContract,
+    ) -> Result<Arc<Compiled>, WasmHostError> {
+        // A catalog hands out the same shared bytes run after run: found by address without
+        // hashing them again (the entry keeps the bytes, so the address stays theirs).
+        let address = Arc::as_ptr(bytes).cast::<u8>() as usize;
+        if let Some((held, held_contract, hit)) = self
+            .by_address
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&address)
+            && Arc::ptr_eq(held, bytes)
+            && held_contract == contract
+        {
+            return Ok(Arc::clone(hit));
+        }
+        let mut hasher = Sha256::new();
+        hasher.update(bytes.as_ref());
+        hasher.update(format!("{contract:?}").as_bytes());
+        let key: [u8; 32] = hasher.finalize().into();
+        let cached = self
+            .compiled
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&key)
+            .cloned();
+        let compiled = match cached {
+            Some(hit) => hit,
+            None => {
+                let compiled = self.compile_new(specifier, bytes, contract)?;
+                self.compiled
+                    .lock()
+                    .unwrap_or_else(PoisonError::into_inner)
+                    .insert(key, Arc::clone(&compiled));
+                compiled
+            }
+        };
+        self.by_address
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(
+                address,
+                (Arc::clone(bytes), contract.clone(), Arc::clone(&compiled)),
+            );
+        Ok(compiled)
+    }
+
+    fn compile_new(
+        &self,
+        specifier: &str,
+        bytes: &[u8],
+        contract: &WasmContract,
+    ) -> Result<Arc<Compiled>, WasmHostError> {
+        if let Err(errors) = check_wasm(bytes, contract) {
+            let reasons: Vec<String> = errors.into_iter().map(|e| e.message).collect();
+            return Err(WasmHostError(format!(
+                "{specifier}: {}",
+                reasons.join("; ")
+            )));
+        }
+        let module = Module::new(&self.engine, bytes).map_err(|e| {
+            WasmHostError(format!(
+                "{specifier}: the WASM module does not compile: {e}"
+            ))
+        })?;
+        let mut exports = HashMap::new();
+        for export in &contract.exports {
+            let ty = module
+                .get_export(&export.wasm)
+                .and_then(|t| t.func().cloned())
+                .ok_or_else(|| {
+                    WasmHostError(format!(
+                        "{specifier}: export {} has no signature in the binary",
+                        export.wasm
+                    ))
+                })?;
+            exports.insert(
+                export.as_name.clone(),
+                ExportSig {
+                    wasm: export.wasm.clone(),
+                    params: ty.params().collect(),
+                    result: ty.results().next(),
+                },
+            );
+        }
+        let linker: Linker<CallState> = Linker::new(&self.engine);
+        let pre = linker.instantiate_pre(&module).map_err(|e| {
+            WasmHostError(format!(
+                "{specifier}: the WASM module cannot be instantiated without imports: {e}"
+            ))
+        })?;
+        Ok(Arc::new(Compiled {
+            pre,
+            exports,
+            memory_bytes: contract.memory_pages_max as usize * PAGE_BYTES,
+        }))
+    }
+
+    /// The dispatcher for the WASM modules of `resolution`, or `None` when it has none.
+    pub fn dispatcher_for(
+        self: &Arc<Self>,
+        resolution: &Resolution,
+    ) -> Result<Option<Arc<WasmDispatcher>>, WasmHostError> {
+        let mut modules = HashMap::new();
+        let mut budgets = WASM_BUDGETS;
+        for m in &resolution.modules {
+            let ResolvedKind::Wasm { wasm } = &m.kind else {
+                continue;
+            };
+            let bytes = m
+                .graph
+                .iter()
+                .find(|f| f.id == m.module_id)
+                .and_then(|f| match &f.content {
+                    FileContent::Wasm { bytes } => Some(Arc::clone(&bytes.0)),
+                    FileContent::Js { .. } => None,
+                })
+                .ok_or_else(|| {
+                    WasmHostError(format!(
+                        "{}: the resolution carries no WASM bytes",
+                        m.specifier
+                    ))
+                })?;
+            let compiled = self.compile(&m.specifier, &bytes, wasm)?;
+            budgets = lower(budgets, wasm.limits);
+            let call_timeout = Duration::from_millis(
+                wasm.limits
+                    .and_then(|l| l.call_timeout_ms)
+                    .unwrap_or(WASM_BUDGETS.call_timeout_ms),
+            );
+            modules.insert(
+                m.specifier.clone(),
+                Declared {
+                    compiled,
+                    call_timeout,
+                },
+            );
+        }
+        if modules.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Arc::new(WasmDispatcher {
+            inner: Arc::new(Inner {
+                host: Arc::clone(self),
+                modules,
+                budget: Budget {
+                    limits: budgets,
+                    state: Mutex::new(BudgetState {
+                        calls: 0,
+                        wall_used: Duration::ZERO,
+                    }),
+                    in_flight: Slots::new(budgets.call_concurrency as usize),
+                },
+            }),
+        })))
+    }
+}
+
+/// The lowest limit any declared module asks for binds the run (a manifest lowers, never raises:
+/// raising is refused when the manifest is validated).
+fn lower(mut budgets: WasmBudgets, limits: Option<WasmLimits>) -> WasmBudgets {
+    if let Some(l) = limits {
+        if let Some(v) = l.call_concurrency {
+            budgets.call_concurrency = budgets.call_concurrency.min(v.max(1));
+        }
+        if let Some(v) = l.calls_per_invocation {
+            budgets.calls_per_invocation = budgets.calls_per_invocation.min(v);
+        }
+        if let Some(v) = l.wall_clock_ms {
+            budgets.wall_clock_ms = budgets.wall_clock_ms.min(v);
+        }
+    }
+    budgets
+}
+
+struct Declared {
+    compiled: Arc<Compiled>,
+    call_timeout: Duration,
+}
+
+struct BudgetState {
+    calls: u32,
+    wall_used: Duration,
+}
+
+/// One invocation's WASM budget.
+struct Budget {
+    limits: WasmBudgets,
+    state: Mutex<BudgetState>,
+    in_flight: Slots,
+}
+
+/// The per-run dispatcher behind the generated WASM facades.
+pub struct WasmDispatcher {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    host: Arc<WasmHost>,
+    modules: HashMap<String, Declared>,
+    budget: Budget,
+}
+
+fn describe(value: &Value) -> String {
+    match value {
+        Value::Number(n) if n.is_nan() => "NaN".into(),
+        Value::Number(n) if n.is_infinite() => {
+            if *n > 0.0 {
+                "Infinity".into()
+            } else {
+                "-Infinity".into()
+            }
+        }
+        Value::Number(n) if n.fract() != 0.0 => format!("the non-integer {n}"),
+        Value::Number(n) => format!("{n}"),
+        Value::Null => "null".into(),
+        Value::Undefined => "a undefined value".into(),
+        Value::Array(_) => "an array".into(),
+        Value::Bool(_) => "a boolean value".into(),
+        Value::String(_) => "a string value".into(),
+        Value::Bytes(_) | Value::Object(_) => "a object value".into(),
+    }
+}
+
+fn type_name(t: &ValType) -> String {
+    match t {
+        ValType::I32 => "i32".into(),
+        ValType::I64 => "i64".into(),
+        ValType::F32 => "f32".into(),
+        ValType::F64 => "f64".into(),
+        ValType::V128 => "v128".into(),
+        ValType::Ref(_) => "a reference type".into(),
+    }
+}
+
+/// Converts the guest's arguments exactly: arity, numbers only, i32 in range without wrapping.
+fn convert(
+    specifier: &str,
+    alias: &str,
+    sig: &ExportSig,
+    args: &[Value],
+) -> Result<Vec<Val>, String> {
+    if args.len() != sig.params.len() {
+        let plural = if sig.params.len() == 1 {
+            "argument"
+        } else {
+            "arguments"
+        };
+        return Err(format!(
+            "{specifier}: {alias} takes {} {plural}, received {}",
+            sig.params.len(),
+            args.len()
+        ));
+    }
+    let mut out = Vec::with_capacity(args.len());
+    for (i, (arg, ty)) in args.iter().zip(&sig.params).enumerate() {
+        let index = i + 1;
+        let Value::Number(n) = arg else {
+            return Err(format!(
+                "{specifier}: {alias} argument {index} expects {}, received {}",
+                type_name(ty),
+                describe(arg)
+            ));
+        };
+        out.push(match ty {
+            ValType::I32 => {
+                if !n.is_finite() || n.fract() != 0.0 {
+                    return Err(format!("{specifier}: {alias} argument {index} expects i32, received {}", describe(arg)));
+                }
+                if *n < f64::from(i32::MIN) || *n > f64::from(i32::MAX) {
+                    return Err(format!("{specifier}: {alias} argument {index} expects i32 in the range -2147483648…2147483647, received {n}"));
+                }
+                Val::I32(*n as i32)
+            }
+            ValType::F32 => Val::F32((*n as f32).to_bits()),
+            ValType::F64 => Val::F64(n.to_bits()),
+            other => {
+                return Err(format!("{specifier}: {alias} argument {index} uses {}, which the scalar contract does not carry", type_name(other)));
+            }
+        });
+    }
+    Ok(out)
+}
+
+impl Inner {
+    /// Runs one call to completion on the calling thread: budgets, instance, call, refund.
+    fn run_call(&self, specifier: &str, alias: &str, args: &[Value]) -> Result<Value, String> {
+        let Some(declared) = self.modules.get(specifier) else {
+            return Err(format!(
+                "\"{specifier}\" is not a WASM sandbox module this run serves"
+            ));
+        };
+        let Some(sig) = declared.compiled.exports.get(alias) else {
+            return Err(format!("{specifier} has no export named \"{alias}\""));
+        };
+        let params = convert(specifier, alias, sig, args)?;
+        let limits = self.budget.limits;
+        {
+            let mut state = self
+                .budget
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            if state.calls >= limits.calls_per_invocation {
+                return Err(format!(
+                    "{specifier}: this node exhausted its budget of {} WASM calls per invocation",
+                    limits.calls_per_invocation
+                ));
+            }
+            // The call counts even if it later fails.
+            state.calls += 1;
+        }
+        let _in_flight = self.budget.in_flight.acquire();
+        let wall_budget = Duration::from_millis(limits.wall_clock_ms);
+        let reserved = {
+            let mut state = self
+                .budget
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            let remaining = wall_budget.saturating_sub(state.wall_used);
+            if remaining.is_zero() {
+                return Err(format!(
+                    "{specifier}: this node exhausted its budget of {} ms of WASM wall clock per invocation",
+                    limits.wall_clock_ms
+                ));
+            }
+            // Reserve before running, so two concurrent calls cannot both spend the remainder.
+            let reserved = declared.call_timeout.min(remaining);
+            state.wall_used += reserved;
+            reserved
+        };
+        let _executing = self.host.executing.acquire();
+        let started = Instant::now();
+        let outcome = self.execute(declared, sig, &params, reserved);
+        let elapsed = started.elapsed();
+        {
+            // Charge what the call used and refund the rest of the reservation; a call cut at
+            // its timeout is charged at least the whole reservation.
+            let charged = match outcome {
+                Err(CallFailure::Timeout) => reserved.max(elapsed),
+                _ => elapsed.min(reserved),
+            };
+            let mut state = self
+                .budget
+                .state
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner);
+            state.wall_used = state.wall_used.saturating_sub(reserved) + charged;
+        }
+        outcome.map_err(|e| match e {
+            CallFailure::Timeout => format!(
+                "WASM call {} exceeded its {} ms per-call timeout; the instance was stopped and discarded",
+                sig.wasm,
+                reserved.as_millis()
+            ),
+            CallFailure::Trap(message) => format!("{specifier}: {alias} trapped: {message}"),
+        })
+    }
+
+    fn execute(
+        &self,
+        declared: &Declared,
+        sig: &ExportSig,
+        params: &[Val],
+        timeout: Duration,
+    ) -> Result<Value, CallFailure> {
+        let limits = StoreLimitsBuilder::new()
+            .memory_size(declared.compiled.memory_bytes)
+            .instances(1)
+            .build();
+        let mut store = Store::new(&self.host.engine, CallState { limits });
+        store.limiter(|state| &mut state.limits);
+        let ticks = (timeout.as_millis() / EPOCH_TICK.as_millis()).max(1) as u64;
+        store.set_epoch_deadline(ticks);
+        store.epoch_deadline_trap();
+        let instance = declared
+            .compiled
+            .pre
+            .instantiate(&mut store)
+            .map_err(|e| classify(&e))?;
+        let func = instance
+            .get_func(&mut store, &sig.wasm)
+            .ok_or_else(|| CallFailure::Trap(format!("export {} is not callable", sig.wasm)))?;
+        let mut results: Vec<Val> = sig.result.iter().map(|_| Val::I32(0)).collect();
+        func.call(&mut store, params, &mut results)
+            .map_err(|e| classify(&e))?;
+        Ok(match results.first() {
+            None => Value::Undefined,
+            Some(Val::I32(v)) => Value::Number(f64::from(*v)),
+            Some(Val::F32(bits)) => Value::Number(f64::from(f32::from_bits(*bits))),
+            Some(Val::F64(bits)) => Value::Number(f64::from_bits(*bits)),
+            Some(_) => Value::Undefined,
+        })
+    }
+}
+
+enum CallFailure {
+    Timeout,
+    Trap(String),
+}
+
+fn classify(e: &wasmtime::Error) -> CallFailure {
+    match e.downcast_ref::<wasmtime::Trap>() {
+        Some(wasmtime::Trap::Interrupt) => CallFailure::Timeout,
+        Some(trap) => CallFailure::Trap(trap.to_string()),
+        None => CallFailure::Trap(e.to_string()),
+    }
+}
+
+impl WasmDispatcher {
+    /// Runs one call on the calling thread (what the dispatcher's call thread does), for
+    /// callers that are already off the guest's event loop and for measurements.
+    pub fn call_inline(
+        &self,
+        module_key: &str,
+        export: &str,
+        args: &[Value],
+    ) -> Result<Value, String> {
+        self.inner.run_call(module_key, export, args)
+    }
+}
+
+impl Dispatcher for WasmDispatcher {
+    fn call(&self, module_key: &str, export: &str, args: Vec<Value>) -> DispatchFuture {
+        // Cheap refusals answer at once; everything else runs on its own thread so the guest's
+        // event loop keeps its deadline while a call runs or waits for a slot.
+        if !self.inner.modules.contains_key(module_key) {
+            let message = format!("\"{module_key}\" is not a WASM sandbox module this run serves");
+            return Box::pin(std::future::ready(Err(DispatchError { message })));
+        }
+        let inner = Arc::clone(&self.inner);
+        let (specifier, alias) = (module_key.to_string(), export.to_string());
+        spawn(move || {
+            inner
+                .run_call(&specifier, &alias, &args)
+                .map_err(|message| DispatchError { message })
+        })
+    }
+}
+
+/// Runs `work` on its own thread and resolves with its answer.
+fn spawn(work: impl FnOnce() -> Result<Value, DispatchError> + Send + 'static) -> DispatchFuture {
+    let slot = Arc::new(Mutex::new(Slot {
+        answer: None,
+        waker: None,
+    }));
+    let worker = Arc::clone(&slot);
+    std::thread::spawn(move || {
+        let answer =
+            std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|_| {
+                Err(DispatchError {
+                    message: "the WASM call failed unexpectedly".into(),
+                })
+            });
+        let mut slot = worker.lock().unwrap_or_else(PoisonError::into_inner);
+        slot.answer = Some(answer);
+        if let Some(waker) = slot.waker.take() {
+            waker.wake();
+        }
+    });
+    Box::pin(Receive { slot })
+}
+
+struct Slot {
+    answer: Option<Result<Value, DispatchError>>,
+    waker: Option<Waker>,
+}
+
+struct Receive {
+    slot: Arc<Mutex<Slot>>,
+}
+
+impl Future for Receive {
+    type Output = Result<Value, DispatchError>;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
+        match slot.answer.take() {
+            Some(answer) => Poll::Ready(answer),
+            None => {
+                slot.waker = Some(cx.waker().clone());
+                Poll::Pending
+            }
+        }
+    }
+}

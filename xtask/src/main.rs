@@ -28,7 +28,8 @@ fn usage() -> ExitCode {
          export              regenerate the manifest schema and tests/contract/fixtures.json\n  \
          fixtures            run every guest contract fixture against the Rust guest\n  \
          bench discovery     discover 200 generated packs; resolution cost at 20 vs 2,000 packs\n  \
-         bench guest         one invocation's cost, a js-yaml import, peak memory per run"
+         bench guest         one invocation's cost, a js-yaml import, peak memory per run\n  \
+         bench wasm          one scalar call: instantiate + call + drop, from Rust and from guest code"
     );
     ExitCode::from(2)
 }
@@ -169,9 +170,10 @@ fn bench(area: &str) -> Result<(), String> {
     let (package, bench) = match area {
         "discovery" => ("nodetool-discovery", "discovery"),
         "guest" => ("nodetool-guest", "guest"),
+        "wasm" => ("nodetool-wasm-host", "wasm"),
         other => {
             return Err(format!(
-                "unknown bench area {other:?} (known: discovery, guest)"
+                "unknown bench area {other:?} (known: discovery, guest, wasm)"
             ));
         }
     };

@@ -1,6 +1,10 @@
 //! Section-level checks of a WASM binary against the scalar contract, before anything compiles
 //! it: a valid binary, no imports, bounded unshared memories, and declared exports that are
 //! functions over i32/f32/f64 with at most 8 parameters and 1 result.
+//!
+//! Discovery runs these checks on every pack's binaries; the WASM host runs them again before
+//! first use, because a resolution can come from a catalog this process did not build. One
+//! implementation serves both, so they can never disagree.
 
 use std::collections::HashMap;
 
@@ -9,10 +13,12 @@ use nodetool_protocol::limits::{WASM_MAX_ARITY, WASM_MAX_MEMORY_PAGES, WASM_MAX_
 use nodetool_protocol::manifest::WasmContract;
 use wasmparser::{CompositeInnerType, ExternalKind, FuncType, Parser, Payload, ValType, Validator};
 
-/// A broken WASM rule.
+/// A broken rule of the scalar WASM contract.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub(crate) struct WasmError {
+pub struct WasmError {
+    /// The stable code (`wasm-invalid`, `wasm-imports`, `wasm-memory`, `wasm-export`).
     pub code: StatusCode,
+    /// The rule, in words.
     pub message: String,
 }
 
@@ -24,7 +30,7 @@ fn error(code: StatusCode, message: impl Into<String>) -> WasmError {
 }
 
 /// Checks `bytes` against `contract`; every broken rule is reported.
-pub(crate) fn check_wasm(bytes: &[u8], contract: &WasmContract) -> Result<(), Vec<WasmError>> {
+pub fn check_wasm(bytes: &[u8], contract: &WasmContract) -> Result<(), Vec<WasmError>> {
     if let Err(e) = Validator::new().validate_all(bytes) {
         return Err(vec![error(
             StatusCode::WasmInvalid,

@@ -1,0 +1,195 @@
+//! WASM modules through `nodetool run`: a pack with a scalar WASM module imports and runs, each
+//! argument error and budget reaches the body as a catchable error, and the bridge is private.
+
+use std::fs;
+use std::path::Path;
+
+use serde_json::Value;
+
+const REFERENCE: &str = r#"(module
+  (memory 1 2)
+  (global $g (mut i32) (i32.const 0))
+  (func (export "add") (param i32 i32) (result i32) local.get 0 local.get 1 i32.add)
+  (func (export "scale") (param f64) (result f64) local.get 0 f64.const 2.5 f64.mul)
+  (func (export "sum-f32") (param f32 f32) (result f32) local.get 0 local.get 1 f32.add)
+  (func (export "noop"))
+  (func (export "bump") (result i32) global.get $g i32.const 1 i32.add global.set $g global.get $g)
+  (func (export "spin") (loop $l br $l)))"#;
+
+/// A temp root holding `@acme/ref` with module `scalar` under the given limits.
+fn pack_root(limits: &str) -> tempfile::TempDir {
+    let tmp = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let dir = tmp.path().join("@acme/ref");
+    fs::create_dir_all(dir.join("sandbox")).unwrap_or_else(|e| panic!("{e}"));
+    fs::write(
+        dir.join("sandbox/ref.wasm"),
+        wat::parse_str(REFERENCE).unwrap_or_else(|e| panic!("{e}")),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let manifest = format!(
+        r#"{{ "name": "@acme/ref", "version": "1.0.0", "nodetool": {{ "sandboxModules": [
+            {{ "name": "scalar", "kind": "wasm", "file": "sandbox/ref.wasm", "memoryPagesMax": 2,
+               "exports": ["add", "scale", {{ "wasm": "sum-f32", "as": "sumF32" }}, "noop", "bump", "spin"]{limits} }}
+        ] }} }}"#
+    );
+    fs::write(dir.join("package.json"), manifest).unwrap_or_else(|e| panic!("{e}"));
+    tmp
+}
+
+fn run(root: &Path, code: &str) -> (Value, i32) {
+    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let output = assert_cmd::Command::cargo_bin("nodetool")
+        .unwrap_or_else(|e| panic!("{e}"))
+        .env_clear()
+        .env("HOME", home.path())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NODETOOL_SHIPPED_PACKS_DIR", empty.path())
+        .args(["run", "--json", "--packs"])
+        .arg(root)
+        .write_stdin(code)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&output.stdout);
+    let json: Value = serde_json::from_str(text.trim())
+        .unwrap_or_else(|e| panic!("{e}: {text} / {}", String::from_utf8_lossy(&output.stderr)));
+    (json, output.status.code().unwrap_or(-1))
+}
+
+#[test]
+fn round_trips_through_the_facade() {
+    let root = pack_root("");
+    let (out, code) = run(
+        root.path(),
+        "import { add, scale, sumF32, noop, bump } from '@acme/ref/scalar';\nreturn [await add(2, 40), await scale(4), await sumF32(0.5, 0.25), await noop(), [await bump(), await bump(), await bump()].join(','), await add(-5, 3)];",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert_eq!(
+        out["result"],
+        serde_json::json!([42, 10, 0.75, null, "1,1,1", -2])
+    );
+}
+
+#[test]
+fn argument_errors_are_catchable_and_named() {
+    let root = pack_root("");
+    let (out, _) = run(
+        root.path(),
+        "import { add } from '@acme/ref/scalar';\nconst m = async (f) => { try { await f(); return 'ok' } catch (e) { return e.message } };\nreturn [await m(() => add(2147483648, 1)), await m(() => add(1.5, 1)), await m(() => add('2', 1)), await m(() => add(1))];",
+    );
+    let messages: Vec<String> = out["result"]
+        .as_array()
+        .map(|a| {
+            a.iter()
+                .map(|v| v.as_str().unwrap_or_default().to_string())
+                .collect()
+        })
+        .unwrap_or_default();
+    assert!(
+        messages[0].contains("expects i32 in the range"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[1].contains("expects i32, received the non-integer 1.5"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[2].contains("expects i32, received a string value"),
+        "{messages:?}"
+    );
+    assert!(
+        messages[3].contains("takes 2 arguments, received 1"),
+        "{messages:?}"
+    );
+    // Uncaught, a WASM error is the run's typed outcome.
+    let (out, code) = run(
+        root.path(),
+        "import { add } from '@acme/ref/scalar';\nawait add(1);",
+    );
+    assert_eq!(code, 1);
+    assert_eq!(out["error"]["code"], "wasm-error");
+}
+
+#[test]
+fn a_per_call_timeout_then_a_working_call() {
+    let root = pack_root(r#", "limits": { "callTimeoutMs": 200 }"#);
+    let (out, code) = run(
+        root.path(),
+        "import { spin, add } from '@acme/ref/scalar';\nlet first; try { await spin() } catch (e) { first = e.message }\nreturn [first, await add(40, 2)];",
+    );
+    assert_eq!(code, 0, "{out}");
+    assert!(
+        out["result"][0]
+            .as_str()
+            .is_some_and(|m| m.contains("exceeded its 200 ms per-call timeout")),
+        "{out}"
+    );
+    assert_eq!(out["result"][1], 42);
+}
+
+#[test]
+fn call_budgets_standard_and_lowered() {
+    let root = pack_root("");
+    let (out, _) = run(
+        root.path(),
+        "import { noop } from '@acme/ref/scalar';\nlet n = 0; try { for (;;) { await noop(); n++ } } catch (e) { return [n, e.message] }",
+    );
+    assert_eq!(out["result"][0], 256, "{out}");
+    assert!(
+        out["result"][1]
+            .as_str()
+            .is_some_and(|m| m.contains("budget of 256 WASM calls per invocation")),
+        "{out}"
+    );
+    let lowered = pack_root(r#", "limits": { "callsPerInvocation": 3 }"#);
+    let (out, _) = run(
+        lowered.path(),
+        "import { noop } from '@acme/ref/scalar';\nlet n = 0; try { for (;;) { await noop(); n++ } } catch (e) { return [n, e.message] }",
+    );
+    assert_eq!(out["result"][0], 3, "{out}");
+}
+
+#[test]
+fn the_wall_clock_budget_holds_under_concurrent_calls() {
+    let root = pack_root(r#", "limits": { "callTimeoutMs": 300, "wallClockMs": 400 }"#);
+    let (out, code) = run(
+        root.path(),
+        "import { spin, noop } from '@acme/ref/scalar';\nconst r = await Promise.allSettled([spin(), spin()]);\nlet after; try { await noop() } catch (e) { after = e.message }\nreturn [r.map(x => x.reason.message).sort(), after];",
+    );
+    assert_eq!(code, 0, "{out}");
+    let reasons = out["result"][0].to_string();
+    assert!(
+        reasons.contains("exceeded its 100 ms") && reasons.contains("exceeded its 300 ms"),
+        "{out}"
+    );
+    assert!(
+        out["result"][1]
+            .as_str()
+            .is_some_and(|m| m.contains("budget of 400 ms of WASM wall clock")),
+        "{out}"
+    );
+}
+
+#[test]
+fn the_bridge_is_private() {
+    let root = pack_root("");
+    let (out, code) = run(
+        root.path(),
+        "import { __call } from 'nodetool:wasm-bridge';\nreturn 1;",
+    );
+    assert_eq!(code, 1);
+    assert!(
+        out["error"]["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("private to the sandbox's generated WASM facades")),
+        "{out}"
+    );
+    let (out, _) = run(
+        root.path(),
+        "import { add } from '@acme/ref/scalar';\nreturn [typeof __nodetoolWasmDispatch, typeof __wasmCall, typeof __call];",
+    );
+    assert_eq!(
+        out["result"],
+        serde_json::json!(["undefined", "undefined", "undefined"])
+    );
+}

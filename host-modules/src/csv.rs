@@ -1,0 +1,885 @@
+//! `csv`: parse and stringify (the `csv` crate), shaped like the reference's papaparse calls.
+//!
+//! `parse` tokenizes with the `csv` crate and layers papaparse's rules on top: a leading BOM is
+//! stripped, rows of one empty field are skipped (`skipEmptyLines: true`), every value stays a
+//! string (`dynamicTyping: false`), a missing delimiter is guessed the way papaparse's
+//! `guessDelimiter` does, and with `header: true` the records follow papaparse exactly:
+//! duplicate header names are renamed (`a`, `a_1`, `a_2`), a short row leaves its missing
+//! fields out of the record, and fields past the header go to a `__parsed_extra` array.
+//!
+//! `stringify` writes papaparse's `unparse` output: fields are quoted when they contain the
+//! delimiter, a quote, CR, LF or a BOM, or start or end with a space; rows are joined by "\n"
+//! with no trailing newline.
+
+use std::collections::{HashMap, HashSet};
+use std::fmt::Write as _;
+
+use nodetool_protocol::value::Value;
+
+use crate::limits::{bool_option, option, options_of, require_text};
+
+/// The delimiters papaparse's guesser tries, in its order (`Papa.RECORD_SEP`, `Papa.UNIT_SEP`
+/// last).
+const GUESSED_DELIMITERS: [u8; 6] = [b',', b'\t', b'|', b';', 0x1e, 0x1f];
+
+/// How many rows the guesser previews per candidate (papaparse's `preview: 10`).
+const GUESS_PREVIEW_ROWS: usize = 10;
+
+/// Delimiters papaparse refuses (`Papa.BAD_DELIMITERS`); asking for one gives `,`.
+const BAD_DELIMITERS: [char; 4] = ['\r', '\n', '"', '\u{feff}'];
+
+/// The key papaparse files fields past the header under.
+const EXTRA_KEY: &str = "__parsed_extra";
+
+/// How deep a cell value may nest before `stringify` refuses to JSON-encode it.
+const MAX_CELL_DEPTH: usize = 512;
+
+/// `parse(text, {header=true, delimiter})`: header true -> an array of records keyed by the
+/// first row; header false -> an array of row arrays. Values are strings.
+pub fn parse(args: &[Value]) -> Result<Value, String> {
+    const AT: &str = "csv.parse";
+    let text = require_text(AT, args.first(), "text")?;
+    let options = options_of(args.get(1));
+    let header = bool_option(options, "header", true);
+    let delimiter = match option(options, "delimiter") {
+        None => None,
+        Some(Value::String(s)) if s.is_empty() => None,
+        Some(Value::String(s)) if s.encode_utf16().count() == 1 => s.chars().next(),
+        Some(_) => return Err(format!("{AT}: delimiter must be a single character")),
+    };
+    let text = text.strip_prefix('\u{feff}').unwrap_or(text);
+    let delimiter = match delimiter {
+        // papaparse's Parser swaps a refused delimiter for the default.
+        Some(c) if BAD_DELIMITERS.contains(&c) => ',',
+        Some(c) => c,
+        None => char::from(guess_delimiter(text)),
+    };
+    let rows = read_rows(AT, text, delimiter)?;
+    let rows = if header {
+        records(rows)
+    } else {
+        rows.into_iter()
+            .map(|row| Value::Array(row.into_iter().map(Value::String).collect()))
+            .collect()
+    };
+    Ok(Value::Array(rows))
+}
+
+/// A row papaparse's `skipEmptyLines: true` drops: exactly one empty field.
+fn is_empty_row(row: &csv::StringRecord) -> bool {
+    row.len() == 1 && row.get(0).is_some_and(str::is_empty)
+}
+
+fn reader(text: &[u8], delimiter: u8) -> csv::Reader<&[u8]> {
+    csv::ReaderBuilder::new()
+        .has_headers(false)
+        .flexible(true)
+        .delimiter(delimiter)
+        .from_reader(text)
+}
+
+/// papaparse's `guessDelimiter`: over the first rows of each candidate, the one whose field
+/// count varies least between consecutive rows while averaging more fields than the best so
+/// far (and about two or more); `,` when none qualifies.
+fn guess_delimiter(text: &str) -> u8 {
+    let mut best: Option<(u8, usize, f64)> = None;
+    for candidate in GUESSED_DELIMITERS {
+        let (mut delta, mut fields, mut rows) = (0usize, 0usize, 0usize);
+        let mut previous: Option<usize> = None;
+        for row in reader(text.as_bytes(), candidate)
+            .records()
+            .take(GUESS_PREVIEW_ROWS)
+        {
+            // A tokenizer error ends the preview; the rows read so far still count.
+            let Ok(row) = row else { break };
+            if is_empty_row(&row) {
+                continue;
+            }
+            let count = row.len();
+            fields += count;
+            rows += 1;
+            if let Some(previous) = previous {
+                delta += count.abs_diff(previous);
+            }
+            previous = Some(count);
+        }
+        if rows == 0 {
+            continue;
+        }
+        let average = fields as f64 / rows as f64;
+        let better = best.is_none_or(|(_, best_delta, best_average)| {
+            delta <= best_delta && average > best_average
+        });
+        if better && average > 1.99 {
+            best = Some((candidate, delta, average));
+        }
+    }
+    best.map_or(b',', |(delimiter, _, _)| delimiter)
+}
+
+/// Every non-empty row's fields. A delimiter outside ASCII is swapped for an ASCII byte the
+/// text does not contain, and swapped back inside the fields.
+fn read_rows(at: &str, text: &str, delimiter: char) -> Result<Vec<Vec<String>>, String> {
+    let (byte, swapped) = match u8::try_from(delimiter) {
+        Ok(byte) if byte.is_ascii() => (byte, None),
+        _ => {
+            let mut present = [false; 128];
+            for &b in text.as_bytes() {
+                if b.is_ascii() {
+                    present[usize::from(b)] = true;
+                }
+            }
+            let stand_in = (1u8..128)
+                .find(|&b| !present[usize::from(b)] && !matches!(b, b'"' | b'\r' | b'\n'));
+            let Some(stand_in) = stand_in else {
+                return Err(format!(
+                    "{at}: the delimiter {delimiter:?} cannot be used with a text that holds every ASCII character"
+                ));
+            };
+            (
+                stand_in,
+                Some(text.replace(delimiter, char::from(stand_in).encode_utf8(&mut [0; 4]))),
+            )
+        }
+    };
+    let source = swapped.as_deref().unwrap_or(text);
+    let mut rows = Vec::new();
+    for row in reader(source.as_bytes(), byte).records() {
+        let row = row.map_err(|e| format!("{at}: {e}"))?;
+        if is_empty_row(&row) {
+            continue;
+        }
+        let fields = row.iter().map(|field| match swapped {
+            Some(_) if field.contains(char::from(byte)) => {
+                field.replace(char::from(byte), delimiter.encode_utf8(&mut [0; 4]))
+            }
+            _ => field.to_string(),
+        });
+        rows.push(fields.collect());
+    }
+    Ok(rows)
+}
+
+/// papaparse's `header: true` shaping: the first row names the fields (duplicates renamed),
+/// every later row becomes a record.
+fn records(rows: Vec<Vec<String>>) -> Vec<Value> {
+    let mut rows = rows.into_iter();
+    let Some(first) = rows.next() else {
+        return Vec::new();
+    };
+    let fields = rename_duplicates(first);
+    rows.map(|row| {
+        let mut record: Vec<(String, Value)> = Vec::with_capacity(row.len().min(fields.len()) + 1);
+        let mut extra: Option<usize> = None;
+        for (j, value) in row.into_iter().enumerate() {
+            let field = fields.get(j).map_or(EXTRA_KEY, String::as_str);
+            if field == EXTRA_KEY {
+                // `row[field] = row[field] || []; row[field].push(value)`.
+                let slot = *extra.get_or_insert_with(|| {
+                    record.push((EXTRA_KEY.to_string(), Value::Array(Vec::new())));
+                    record.len() - 1
+                });
+                if let Some((_, Value::Array(items))) = record.get_mut(slot) {
+                    items.push(Value::String(value));
+                }
+            } else {
+                record.push((field.to_string(), Value::String(value)));
+            }
+        }
+        Value::Object(record)
+    })
+    .collect()
+}
+
+/// papaparse (5.4+) renames a repeated header `h` to `h_<count>`, appending `_<count>` again
+/// while the name is taken.
+fn rename_duplicates(headers: Vec<String>) -> Vec<String> {
+    let unique = {
+        let mut seen: HashSet<&str> = HashSet::with_capacity(headers.len());
+        headers.iter().all(|header| seen.insert(header))
+    };
+    if unique {
+        return headers;
+    }
+    let mut counts: HashMap<&str, usize> = HashMap::with_capacity(headers.len());
+    let mut taken: HashSet<String> = HashSet::with_capacity(headers.len());
+    let mut renamed = Vec::with_capacity(headers.len());
+    for header in &headers {
+        let seen = counts.entry(header).or_insert(0);
+        let count = *seen;
+        *seen += 1;
+        let mut name = if count > 0 {
+            format!("{header}_{count}")
+        } else {
+            header.clone()
+        };
+        while taken.contains(&name) {
+            name = format!("{name}_{count}");
+        }
+        taken.insert(name.clone());
+        renamed.push(name);
+    }
+    renamed
+}
+
+/// `stringify(rows, {header=true, delimiter=","})`: records (objects) or row arrays -> CSV text.
+pub fn stringify(args: &[Value]) -> Result<Value, String> {
+    const AT: &str = "csv.stringify";
+    let not_rows = || format!("{AT}: rows must be an array of records or arrays");
+    let Some(Value::Array(rows)) = args.first() else {
+        return Err(not_rows());
+    };
+    let options = options_of(args.get(1));
+    let header = bool_option(options, "header", true);
+    let delimiter = match option(options, "delimiter") {
+        None => ',',
+        Some(Value::String(s)) if s.encode_utf16().count() == 1 => s.chars().next().unwrap_or(','),
+        Some(_) => return Err(format!("{AT}: delimiter must be a single character")),
+    };
+    // papaparse's unparse keeps its default for a refused delimiter.
+    let delimiter = if BAD_DELIMITERS.contains(&delimiter) {
+        ','
+    } else {
+        delimiter
+    };
+    let mut lines: Vec<String> = Vec::with_capacity(rows.len() + 1);
+    match rows.first() {
+        None => {}
+        Some(Value::Object(_)) => {
+            // The columns: every record's keys, in first-seen order.
+            let mut columns: Vec<&str> = Vec::new();
+            let mut seen: HashSet<&str> = HashSet::new();
+            let mut records = Vec::with_capacity(rows.len());
+            for row in rows {
+                let Value::Object(members) = row else {
+                    return Err(not_rows());
+                };
+                let mut record: HashMap<&str, &Value> = HashMap::with_capacity(members.len());
+                for (key, value) in members {
+                    if seen.insert(key) {
+                        columns.push(key);
+                    }
+                    record.insert(key, value);
+                }
+                records.push(record);
+            }
+            if header && !columns.is_empty() {
+                lines.push(join(columns.iter().map(|c| (*c).to_string()), delimiter));
+            }
+            for record in records {
+                let cells = columns
+                    .iter()
+                    .map(|c| record.get(c).map_or(Ok(String::new()), |v| cell(v)))
+                    .collect::<Result<Vec<_>, _>>();
+                lines.push(join(
+                    cells.map_err(|e| format!("{AT}: {e}"))?.into_iter(),
+                    delimiter,
+                ));
+            }
+        }
+        Some(Value::Array(_)) => {
+            for row in rows {
+                let Value::Array(values) = row else {
+                    return Err(not_rows());
+                };
+                let cells = values.iter().map(cell).collect::<Result<Vec<_>, _>>();
+                lines.push(join(
+                    cells.map_err(|e| format!("{AT}: {e}"))?.into_iter(),
+                    delimiter,
+                ));
+            }
+        }
+        Some(_) => return Err(not_rows()),
+    }
+    Ok(Value::String(lines.join("\n")))
+}
+
+/// One row: each field quoted when papaparse would, joined by the delimiter.
+fn join(fields: impl Iterator<Item = String>, delimiter: char) -> String {
+    let mut line = String::new();
+    for (i, field) in fields.enumerate() {
+        if i > 0 {
+            line.push(delimiter);
+        }
+        let quote = field.contains(['\r', '\n', '"', '\u{feff}', delimiter])
+            || field.starts_with(' ')
+            || field.ends_with(' ');
+        if quote {
+            line.push('"');
+            line.push_str(&field.replace('"', "\"\""));
+            line.push('"');
+        } else {
+            line.push_str(&field);
+        }
+    }
+    line
+}
+
+/// A cell's text: strings as-is, numbers and booleans as JavaScript prints them, null and
+/// undefined empty, anything else JSON-encoded.
+fn cell(value: &Value) -> Result<String, String> {
+    Ok(match value {
+        Value::Undefined | Value::Null => String::new(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => js_number(*n),
+        Value::String(s) => s.clone(),
+        Value::Bytes(_) | Value::Array(_) | Value::Object(_) => {
+            let mut out = String::new();
+            json(value, &mut out, 0)?;
+            out
+        }
+    })
+}
+
+/// `String(n)` in JavaScript (Number::toString with radix 10).
+fn js_number(n: f64) -> String {
+    if n.is_nan() {
+        return "NaN".into();
+    }
+    if n.is_infinite() {
+        return if n > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
+    }
+    if n == 0.0 {
+        return "0".into();
+    }
+    if n < 0.0 {
+        return format!("-{}", js_number(-n));
+    }
+    // The shortest round-tripping digits and their exponent, e.g. "1.2345e-7".
+    let scientific = format!("{n:e}");
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let k = digits.len() as i64;
+    let point = exponent.parse::<i64>().unwrap_or(0) + 1; // "n" in the ECMAScript algorithm
+    if k <= point && point <= 21 {
+        format!("{digits}{}", "0".repeat((point - k) as usize))
+    } else if 0 < point && point <= 21 {
+        let (int, frac) = digits.split_at(point as usize);
+        format!("{int}.{frac}")
+    } else if -6 < point && point <= 0 {
+        format!("0.{}{digits}", "0".repeat((-point) as usize))
+    } else {
+        let e = point - 1;
+        let sign = if e >= 0 { '+' } else { '-' };
+        let (first, rest) = digits.split_at(1);
+        if rest.is_empty() {
+            format!("{first}e{sign}{}", e.abs())
+        } else {
+            format!("{first}.{rest}e{sign}{}", e.abs())
+        }
+    }
+}
+
+/// `JSON.stringify` for a cell value (a Uint8Array encodes as its index-keyed object).
+fn json(value: &Value, out: &mut String, depth: usize) -> Result<(), String> {
+    if depth > MAX_CELL_DEPTH {
+        return Err(format!(
+            "a cell value nests deeper than the {MAX_CELL_DEPTH} level limit"
+        ));
+    }
+    match value {
+        Value::Undefined | Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) if n.is_finite() => out.push_str(&js_number(*n)),
+        Value::Number(_) => out.push_str("null"),
+        Value::String(s) => json_string(s, out),
+        Value::Bytes(bytes) => {
+            out.push('{');
+            for (i, b) in bytes.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                let _ = write!(out, "\"{i}\":{b}");
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                match item {
+                    Value::Undefined => out.push_str("null"),
+                    item => json(item, out, depth + 1)?,
+                }
+            }
+            out.push(']');
+        }
+        Value::Object(members) => {
+            out.push('{');
+            let mut first = true;
+            for (key, item) in members {
+                if matches!(item, Value::Undefined) {
+                    continue;
+                }
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                json_string(key, out);
+                out.push(':');
+                json(item, out, depth + 1)?;
+            }
+            out.push('}');
+        }
+    }
+    Ok(())
+}
+
+fn json_string(s: &str, out: &mut String) {
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if u32::from(c) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nodetool_protocol::limits::MAX_HOST_INPUT_CHARS;
+
+    fn s(v: &str) -> Value {
+        Value::String(v.into())
+    }
+
+    fn obj(members: &[(&str, Value)]) -> Value {
+        Value::Object(
+            members
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), v.clone()))
+                .collect(),
+        )
+    }
+
+    fn strings(row: &[&str]) -> Value {
+        Value::Array(row.iter().map(|v| s(v)).collect())
+    }
+
+    fn opts(members: &[(&str, Value)]) -> Value {
+        obj(members)
+    }
+
+    fn no_header() -> Value {
+        opts(&[("header", Value::Bool(false))])
+    }
+
+    #[test]
+    fn records_by_default_values_stay_strings() {
+        let out = parse(&[s("name,age,zip\nAda,36,007\nBob,,01234\n")]);
+        assert_eq!(
+            out,
+            Ok(Value::Array(vec![
+                obj(&[("name", s("Ada")), ("age", s("36")), ("zip", s("007"))]),
+                obj(&[("name", s("Bob")), ("age", s("")), ("zip", s("01234"))]),
+            ]))
+        );
+        // Only a header, or nothing at all: no records.
+        assert_eq!(parse(&[s("a,b\n")]), Ok(Value::Array(vec![])));
+        assert_eq!(parse(&[s("")]), Ok(Value::Array(vec![])));
+    }
+
+    #[test]
+    fn rows_without_header_and_empty_lines_skipped() {
+        let out = parse(&[s("a,b\r\n\r\n1,2\n\n\n3,4"), no_header()]);
+        assert_eq!(
+            out,
+            Ok(Value::Array(vec![
+                strings(&["a", "b"]),
+                strings(&["1", "2"]),
+                strings(&["3", "4"])
+            ]))
+        );
+        // A quoted empty line is one empty field too, and skipped; a line of delimiters is not.
+        let out = parse(&[s("a\n\"\"\n,\n"), no_header()]);
+        assert_eq!(
+            out,
+            Ok(Value::Array(vec![strings(&["a"]), strings(&["", ""])]))
+        );
+        // Old Mac line ends; a quoted CRLF stays inside its field.
+        let out = parse(&[s("a,b\r1,\"x\r\ny\"\r"), no_header()]);
+        assert_eq!(
+            out,
+            Ok(Value::Array(vec![
+                strings(&["a", "b"]),
+                strings(&["1", "x\r\ny"])
+            ]))
+        );
+        // Whitespace is kept.
+        assert_eq!(
+            parse(&[s(" a , b "), no_header()]),
+            Ok(Value::Array(vec![strings(&[" a ", " b "])]))
+        );
+    }
+
+    #[test]
+    fn quoting_edge_cases() {
+        let text =
+            "\"a,b\",\"say \"\"hi\"\"\",\"line1\nline2\",\"\"\n\"x\"\"\",plain,\"\",\"\"\"\"";
+        let out = parse(&[s(text), no_header()]);
+        assert_eq!(
+            out,
+            Ok(Value::Array(vec![
+                strings(&["a,b", "say \"hi\"", "line1\nline2", ""]),
+                strings(&["x\"", "plain", "", "\""])
+            ]))
+        );
+        // An unclosed quote runs to the end of the input.
+        assert_eq!(
+            parse(&[s("a,\"b\nc"), no_header()]),
+            Ok(Value::Array(vec![strings(&["a", "b\nc"])]))
+        );
+        // A quote inside an unquoted field is literal.
+        assert_eq!(
+            parse(&[s("a\"b,c"), no_header()]),
+            Ok(Value::Array(vec![strings(&["a\"b", "c"])]))
+        );
+    }
+
+    #[test]
+    fn bom_is_stripped() {
+        let out = parse(&[s("\u{feff}id,name\n1,x")]);
+        assert_eq!(
+            out,
+            Ok(Value::Array(vec![obj(&[("id", s("1")), ("name", s("x"))])]))
+        );
+    }
+
+    #[test]
+    fn short_rows_extra_fields_and_duplicate_headers_as_papaparse() {
+        let out = parse(&[s("a,b,c\n1\n1,2,3,4,5\n")]);
+        assert_eq!(
+            out,
+            Ok(Value::Array(vec![
+                obj(&[("a", s("1"))]),
+                obj(&[
+                    ("a", s("1")),
+                    ("b", s("2")),
+                    ("c", s("3")),
+                    (EXTRA_KEY, strings(&["4", "5"]))
+                ]),
+            ]))
+        );
+        let out = parse(&[s("a,a,a,a_1\n1,2,3,4")]);
+        assert_eq!(
+            out,
+            Ok(Value::Array(vec![obj(&[
+                ("a", s("1")),
+                ("a_1", s("2")),
+                ("a_2", s("3")),
+                ("a_1_0", s("4"))
+            ])]))
+        );
+        // A header literally named __parsed_extra collects into the array, as papaparse does.
+        let out = parse(&[s("x,__parsed_extra\n1,2,3")]);
+        assert_eq!(
+            out,
+            Ok(Value::Array(vec![obj(&[
+                ("x", s("1")),
+                (EXTRA_KEY, strings(&["2", "3"]))
+            ])]))
+        );
+    }
+
+    #[test]
+    fn delimiter_auto_detection() {
+        let rows = |text: &str| parse(&[s(text), no_header()]);
+        assert_eq!(
+            rows("a;b;c\n1;2;3"),
+            Ok(Value::Array(vec![
+                strings(&["a", "b", "c"]),
+                strings(&["1", "2", "3"])
+            ]))
+        );
+        assert_eq!(
+            rows("a\tb\n1\t2"),
+            Ok(Value::Array(vec![
+                strings(&["a", "b"]),
+                strings(&["1", "2"])
+            ]))
+        );
+        assert_eq!(
+            rows("a|b\n1|2"),
+            Ok(Value::Array(vec![
+                strings(&["a", "b"]),
+                strings(&["1", "2"])
+            ]))
+        );
+        // Commas inside the values, but the semicolon count is the consistent one.
+        assert_eq!(
+            rows("name;note\nx;1,2,3\ny;4"),
+            Ok(Value::Array(vec![
+                strings(&["name", "note"]),
+                strings(&["x", "1,2,3"]),
+                strings(&["y", "4"])
+            ]))
+        );
+        // Quoted delimiters do not count.
+        assert_eq!(
+            rows("\"a;b\",c\n\"d;e\",f"),
+            Ok(Value::Array(vec![
+                strings(&["a;b", "c"]),
+                strings(&["d;e", "f"])
+            ]))
+        );
+        // Nothing qualifies: the default comma (one field per row).
+        assert_eq!(
+            rows("one\ntwo"),
+            Ok(Value::Array(vec![strings(&["one"]), strings(&["two"])]))
+        );
+        // null and "" also mean auto-detect.
+        let null = opts(&[("header", Value::Bool(false)), ("delimiter", Value::Null)]);
+        assert_eq!(
+            parse(&[s("a;b"), null]),
+            Ok(Value::Array(vec![strings(&["a", "b"])]))
+        );
+        let empty = opts(&[("header", Value::Bool(false)), ("delimiter", s(""))]);
+        assert_eq!(
+            parse(&[s("a|b"), empty]),
+            Ok(Value::Array(vec![strings(&["a", "b"])]))
+        );
+    }
+
+    #[test]
+    fn explicit_delimiters() {
+        let with = |d: &str| opts(&[("header", Value::Bool(false)), ("delimiter", s(d))]);
+        assert_eq!(
+            parse(&[s("a;b,c"), with(";")]),
+            Ok(Value::Array(vec![strings(&["a", "b,c"])]))
+        );
+        // A non-ASCII delimiter, including one inside a quoted field.
+        assert_eq!(
+            parse(&[s("a§b§\"c§d\"\n1§2§3"), with("§")]),
+            Ok(Value::Array(vec![
+                strings(&["a", "b", "c§d"]),
+                strings(&["1", "2", "3"])
+            ]))
+        );
+        // A refused delimiter falls back to the comma, as papaparse's Parser does.
+        assert_eq!(
+            parse(&[s("a,b"), with("\"")]),
+            Ok(Value::Array(vec![strings(&["a", "b"])]))
+        );
+        let message = Err("csv.parse: delimiter must be a single character".to_string());
+        assert_eq!(parse(&[s("a"), with(";;")]), message);
+        // One character as JavaScript counts them: an astral one is two.
+        assert_eq!(parse(&[s("a"), with("😀")]), message);
+        assert_eq!(
+            parse(&[s("a"), opts(&[("delimiter", Value::Number(1.0))])]),
+            message
+        );
+    }
+
+    #[test]
+    fn parse_argument_errors_and_cap() {
+        assert_eq!(
+            parse(&[Value::Number(1.0)]),
+            Err("csv.parse: text must be a string".into())
+        );
+        assert_eq!(parse(&[]), Err("csv.parse: text must be a string".into()));
+        let at_cap = s(&"x".repeat(MAX_HOST_INPUT_CHARS));
+        assert!(parse(&[at_cap, no_header()]).is_ok());
+        let over = s(&"x".repeat(MAX_HOST_INPUT_CHARS + 1));
+        assert_eq!(
+            parse(&[over]),
+            Err("csv.parse: input exceeds the 5242880 character limit".into())
+        );
+    }
+
+    #[test]
+    fn stringify_records_with_union_header() {
+        let rows = Value::Array(vec![
+            obj(&[("a", Value::Number(1.0)), ("b", s("x"))]),
+            obj(&[("c", Value::Bool(true)), ("a", Value::Number(2.5))]),
+        ]);
+        assert_eq!(
+            stringify(std::slice::from_ref(&rows)),
+            Ok(s("a,b,c\n1,x,\n2.5,,true"))
+        );
+        assert_eq!(stringify(&[rows, no_header()]), Ok(s("1,x,\n2.5,,true")));
+        assert_eq!(stringify(&[Value::Array(vec![])]), Ok(s("")));
+        // Records without keys write empty lines, as unparse does.
+        assert_eq!(
+            stringify(&[Value::Array(vec![obj(&[]), obj(&[])])]),
+            Ok(s("\n"))
+        );
+    }
+
+    #[test]
+    fn stringify_arrays_and_values() {
+        let rows = Value::Array(vec![
+            Value::Array(vec![
+                s("a"),
+                Value::Null,
+                Value::Undefined,
+                Value::Number(-0.0),
+                Value::Number(1e21),
+                Value::Number(1e-7),
+            ]),
+            Value::Array(vec![
+                Value::Number(123456789012.0),
+                Value::Number(0.1),
+                Value::Number(f64::NAN),
+                Value::Bool(false),
+            ]),
+            Value::Array(vec![
+                obj(&[("k", s("v")), ("u", Value::Undefined)]),
+                Value::Array(vec![Value::Number(1.0), Value::Undefined]),
+                Value::Bytes(vec![7, 8]),
+            ]),
+        ]);
+        // Arrays are written as-is, whatever `header` says.
+        let out = stringify(&[rows]);
+        assert_eq!(
+            out,
+            Ok(s(
+                "a,,,0,1e+21,1e-7\n123456789012,0.1,NaN,false\n\"{\"\"k\"\":\"\"v\"\"}\",\"[1,null]\",\"{\"\"0\"\":7,\"\"1\"\":8}\""
+            ))
+        );
+    }
+
+    #[test]
+    fn stringify_quoting() {
+        let rows = Value::Array(vec![Value::Array(vec![
+            s("a,b"),
+            s("say \"hi\""),
+            s("l1\nl2"),
+            s(" lead"),
+            s("trail "),
+            s("cr\r"),
+            s("in side"),
+            s(""),
+        ])]);
+        assert_eq!(
+            stringify(&[rows]),
+            Ok(s(
+                "\"a,b\",\"say \"\"hi\"\"\",\"l1\nl2\",\" lead\",\"trail \",\"cr\r\",in side,"
+            ))
+        );
+        let rows = Value::Array(vec![Value::Array(vec![s("a;b"), s("c,d")])]);
+        assert_eq!(
+            stringify(&[rows, opts(&[("delimiter", s(";"))])]),
+            Ok(s("\"a;b\";c,d"))
+        );
+    }
+
+    #[test]
+    fn stringify_errors() {
+        let message = Err("csv.stringify: rows must be an array of records or arrays".to_string());
+        assert_eq!(stringify(&[s("a,b")]), message);
+        assert_eq!(stringify(&[obj(&[("a", s("b"))])]), message);
+        assert_eq!(stringify(&[]), message);
+        assert_eq!(stringify(&[Value::Array(vec![s("a")])]), message);
+        // Mixed shapes are refused rather than guessed.
+        assert_eq!(
+            stringify(&[Value::Array(vec![obj(&[]), Value::Array(vec![])])]),
+            message
+        );
+        assert_eq!(
+            stringify(&[Value::Array(vec![Value::Array(vec![]), obj(&[])])]),
+            message
+        );
+        let delimiter = Err("csv.stringify: delimiter must be a single character".to_string());
+        let rows = Value::Array(vec![]);
+        assert_eq!(
+            stringify(&[rows.clone(), opts(&[("delimiter", s(""))])]),
+            delimiter
+        );
+        assert_eq!(
+            stringify(&[rows.clone(), opts(&[("delimiter", s("ab"))])]),
+            delimiter
+        );
+        assert_eq!(
+            stringify(&[rows, opts(&[("delimiter", Value::Bool(true))])]),
+            delimiter
+        );
+        // Hostile nesting inside a cell is refused, not overflowed.
+        let mut deep = Value::Null;
+        for _ in 0..(MAX_CELL_DEPTH + 2) {
+            deep = Value::Array(vec![deep]);
+        }
+        let out = stringify(&[Value::Array(vec![Value::Array(vec![deep])])]);
+        assert_eq!(
+            out,
+            Err("csv.stringify: a cell value nests deeper than the 512 level limit".into())
+        );
+    }
+
+    #[test]
+    fn round_trip() {
+        let records = Value::Array(vec![
+            obj(&[
+                ("id", s("007")),
+                ("text", s("a, \"quoted\"\nmulti-line value ")),
+                ("empty", s("")),
+            ]),
+            obj(&[("id", s("2")), ("text", s("plain")), ("empty", s("x"))]),
+        ]);
+        for delimiter in [",", ";", "\t", "|", "§"] {
+            let csv = stringify(&[records.clone(), opts(&[("delimiter", s(delimiter))])]);
+            let Ok(Value::String(csv)) = csv else {
+                panic!("stringify failed: {csv:?}")
+            };
+            // Explicit, and guessed (the guesser has no "§").
+            assert_eq!(
+                parse(&[s(&csv), opts(&[("delimiter", s(delimiter))])]),
+                Ok(records.clone()),
+                "{delimiter}"
+            );
+            if delimiter != "§" {
+                assert_eq!(
+                    parse(&[s(&csv)]),
+                    Ok(records.clone()),
+                    "{delimiter} guessed"
+                );
+            }
+        }
+        let rows = Value::Array(vec![
+            strings(&["a", "b"]),
+            strings(&["", "1"]),
+            strings(&["only"]),
+        ]);
+        let Ok(Value::String(csv)) = stringify(std::slice::from_ref(&rows)) else {
+            panic!("stringify failed")
+        };
+        assert_eq!(parse(&[s(&csv), no_header()]), Ok(rows));
+    }
+
+    #[test]
+    fn js_numbers() {
+        for (n, text) in [
+            (1.0, "1"),
+            (-1.5, "-1.5"),
+            (100.0, "100"),
+            (1e20, "100000000000000000000"),
+            (1e21, "1e+21"),
+            (1.5e-6, "0.0000015"),
+            (1.5e-7, "1.5e-7"),
+            (0.000001, "0.000001"),
+            (123.456, "123.456"),
+            (f64::MAX, "1.7976931348623157e+308"),
+            (5e-324, "5e-324"),
+            (f64::NEG_INFINITY, "-Infinity"),
+            (0.1 + 0.2, "0.30000000000000004"),
+        ] {
+            assert_eq!(js_number(n), text);
+        }
+    }
+}
