@@ -14,7 +14,7 @@ use std::task::{Context as TaskContext, Poll};
 use nodetool_protocol::run::RunErrorCode;
 use nodetool_protocol::value::Value;
 use rquickjs::module::{Declarations, Exports, ModuleDef};
-use rquickjs::{Ctx, Exception, Function, Persistent, Promise};
+use rquickjs::{Ctx, Exception, Function, Object, Persistent, Promise};
 
 use crate::caps::{FetchFuture, FetchResponse, FetchSettle, settle_fetch};
 use crate::convert::{from_js, to_js};
@@ -27,6 +27,9 @@ pub(crate) enum Awaited {
     Dispatch {
         future: DispatchFuture,
         code: RunErrorCode,
+        /// The `Error` a failure rejects with, created when the call was made so its stack
+        /// points at the body line that made the call.
+        error: Persistent<Object<'static>>,
     },
     /// A `fetch`: settles into a Response object built in Rust.
     Fetch {
@@ -243,11 +246,13 @@ fn call<'js>(
             "{key_text}: {export_text}: {MAX_PENDING_CALLS} calls are already in flight in this run; await some before starting more"
         ));
     }
+    let error = Exception::from_message(ctx.clone(), "")?.into_object();
     let future = dispatcher.call(&key_text, &export_text, values);
     let queued = state.push_pending(PendingCall {
         awaited: Awaited::Dispatch {
             future,
             code: side.code,
+            error: Persistent::save(ctx, error),
         },
         resolve: Persistent::save(ctx, resolve),
         reject: Persistent::save(ctx, reject.clone()),
@@ -268,7 +273,7 @@ pub(crate) fn settle<'js>(
     let resolve = call.resolve.restore(ctx)?;
     let reject = call.reject.restore(ctx)?;
     match (call.awaited, outcome) {
-        (Awaited::Dispatch { code, .. }, Outcome::Dispatch(outcome)) => {
+        (Awaited::Dispatch { code, error, .. }, Outcome::Dispatch(outcome)) => {
             let converted = outcome.and_then(|value| {
                 to_js(ctx, &value, None).map_err(|e| crate::DispatchError {
                     message: format!("the result could not cross into the sandbox: {e}"),
@@ -278,7 +283,8 @@ pub(crate) fn settle<'js>(
                 Ok(value) => resolve.call::<_, ()>((value,)),
                 Err(e) => {
                     state.remember_thrown(e.message.clone(), code);
-                    let error = Exception::from_message(ctx.clone(), &e.message)?;
+                    let error = error.restore(ctx)?;
+                    error.set("message", e.message.as_str())?;
                     reject.call::<_, ()>((error,))
                 }
             }

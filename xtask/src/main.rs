@@ -29,7 +29,8 @@ fn usage() -> ExitCode {
          fixtures            run every guest contract fixture against the Rust guest\n  \
          bench discovery     discover 200 generated packs; resolution cost at 20 vs 2,000 packs\n  \
          bench guest         one invocation's cost, a js-yaml import, peak memory per run\n  \
-         bench wasm          one scalar call: instantiate + call + drop, from Rust and from guest code"
+         bench wasm          one scalar call: instantiate + call + drop, from Rust and from guest code\n  \
+         bench host          csv, xml, zip, diff from guest code on the reference's inputs"
     );
     ExitCode::from(2)
 }
@@ -171,9 +172,10 @@ fn bench(area: &str) -> Result<(), String> {
         "discovery" => ("nodetool-discovery", "discovery"),
         "guest" => ("nodetool-guest", "guest"),
         "wasm" => ("nodetool-wasm-host", "wasm"),
+        "host" => ("nodetool-host-modules", "host"),
         other => {
             return Err(format!(
-                "unknown bench area {other:?} (known: discovery, guest, wasm)"
+                "unknown bench area {other:?} (known: discovery, guest, wasm, host)"
             ));
         }
     };
