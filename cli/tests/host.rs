@@ -1,0 +1,65 @@
+//! The shipped host packs through `nodetool run`, as a new user would call them.
+
+use serde_json::Value;
+
+fn run(code: &str) -> (Value, i32) {
+    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let output = assert_cmd::Command::cargo_bin("nodetool")
+        .unwrap_or_else(|e| panic!("{e}"))
+        .env_clear()
+        .env("HOME", home.path())
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env(
+            "NODETOOL_SHIPPED_PACKS_DIR",
+            concat!(env!("CARGO_MANIFEST_DIR"), "/../packs"),
+        )
+        .args(["run", "--json"])
+        .write_stdin(code)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&output.stdout);
+    let json: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
+    (json, output.status.code().unwrap_or(-1))
+}
+
+#[test]
+fn every_shipped_host_pack_works_through_nodetool_run() {
+    let (out, code) = run("import Papa from '@nodetool-ai/sandbox-csv';\n\
+         import { parse as xml } from '@nodetool-ai/sandbox-xml';\n\
+         import { write, parse as xlsx } from '@nodetool-ai/sandbox-xlsx';\n\
+         import { zip, unzip } from '@nodetool-ai/sandbox-zip';\n\
+         import { unified } from '@nodetool-ai/sandbox-diff';\n\
+         const rows = await Papa.parse('city,km\\nParis,0\\nLondon,344');\n\
+         const book = await xlsx(await write({ Trip: rows }));\n\
+         const files = await unzip(await zip({ 'a.txt': 'x' }));\n\
+         return { rows, book, xml: await xml('<a n=\"1\">007</a>'), files: Object.keys(files), diff: await unified('a\\n', 'b\\n') };");
+    assert_eq!(code, 0, "{out}");
+    let result = &out["result"];
+    assert_eq!(
+        result["rows"],
+        serde_json::json!([{ "city": "Paris", "km": "0" }, { "city": "London", "km": "344" }])
+    );
+    assert_eq!(result["book"]["Trip"][1]["city"], "London");
+    assert_eq!(result["xml"]["a"]["#text"], "007");
+    assert_eq!(result["files"], serde_json::json!(["a.txt"]));
+    assert!(
+        result["diff"]
+            .as_str()
+            .is_some_and(|d| d.contains("-a\n+b")),
+        "{out}"
+    );
+}
+
+#[test]
+fn an_uncaught_host_error_names_the_module_and_line() {
+    let (out, code) = run(
+        "import { parse } from '@nodetool-ai/sandbox-csv';\nconst x = 1;\nawait parse('a', { delimiter: 'ab' });",
+    );
+    assert_eq!(code, 1);
+    assert_eq!(out["error"]["code"], "host-module-error");
+    assert_eq!(
+        out["error"]["message"],
+        "Error: csv.parse: delimiter must be a single character"
+    );
+    assert_eq!(out["error"]["line"], 3);
+}
