@@ -43,6 +43,7 @@ macro_rules! err {
     }};
 }
 
+mod compile;
 mod fetch;
 mod render;
 
@@ -54,18 +55,15 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use clap::{Args, Parser, Subcommand};
-use nodetool_discovery::{
-    DiscoveredCatalog, DiscoveryOptions, RootKind, SearchRoot, discover_catalog, trust,
-};
-use nodetool_guest::{
-    Capabilities, Dispatchers, FetchGrant, RunLimits, RunRequest, Sandbox, WorkspaceGrant,
-    body_imports,
-};
-use nodetool_protocol::catalog::{Declaration, Resolution, StatusLevel};
-use nodetool_protocol::run::{RunError, RunErrorCode};
+use nodetool_discovery::{DiscoveredCatalog, trust};
+use nodetool_frontend::answers;
+use nodetool_frontend::run::{BodyRun, Engines};
+use nodetool_frontend::search::{Environment, PackSources, RootLabels};
+use nodetool_guest::{Capabilities, FetchGrant, RunLimits, WorkspaceGrant, body_imports};
+use nodetool_protocol::catalog::StatusLevel;
 use nodetool_protocol::value::Value;
+use nodetool_runtime::SandboxModuleCatalog;
 use nodetool_runtime::codeact::{self, Allowlist};
-use nodetool_runtime::{NoCompiledModules, SandboxModuleCatalog};
 
 /// The largest response body `fetch` accepts in a CLI run.
 const MAX_FETCH_RESPONSE_BYTES: usize = 10 * 1024 * 1024;
@@ -109,6 +107,8 @@ enum Command {
     /// Run and inform model-written CodeAct actions under a session allowlist.
     #[command(subcommand)]
     Codeact(CodeactCommand),
+    /// Serve the packs, runs over HTTP and the Packages page (the `nodetool-server` binary).
+    Serve(nodetool_server::ServeArgs),
 }
 
 #[derive(Args)]
@@ -159,6 +159,13 @@ enum PacksCommand {
     Disallow {
         /// The package name.
         name: String,
+    },
+    /// Compile every npm entry on the search path (bundle, scan, probe, cache); exit 1 when any
+    /// module was skipped.
+    Compile {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
     },
 }
 
@@ -271,7 +278,7 @@ fn command_path() -> String {
 }
 
 fn dispatch(cli: Cli) -> Outcome {
-    let env = Environment::from_process();
+    let env = Environment::from_vars(|name| std::env::var_os(name));
     match cli.command {
         Command::Schema => {
             let schema = nodetool_protocol::manifest_json_schema();
@@ -281,13 +288,53 @@ fn dispatch(cli: Cli) -> Outcome {
             );
             Ok(())
         }
+        Command::Serve(args) => {
+            nodetool_server::serve_blocking(args, cli.packs, env).map_err(|e| match e {
+                nodetool_server::ServeError::Config(message) => Failure::Usage(message),
+                nodetool_server::ServeError::Failed(message) => {
+                    errln!("nodetool: {message}");
+                    Failure::Failed
+                }
+            })
+        }
         Command::Packs(PacksCommand::Allow { name }) => set_trust(&env, &name, true),
         Command::Packs(PacksCommand::Disallow { name }) => set_trust(&env, &name, false),
         command => {
-            let trusted = trust::read_allowlist(&env.allowlist_path()).map_err(Failure::Usage)?;
-            let catalog = build_catalog(&cli.packs, &env, &trusted)?;
+            let sources = PackSources {
+                explicit: cli.packs,
+                env,
+                labels: RootLabels::Paths,
+            };
+            let trusted = sources
+                .trusted()
+                .map_err(|e| Failure::Usage(e.to_string()))?;
+            // Compiled npm modules come from the compiler's cache; an entry nothing compiled yet
+            // is `pending-compile`.
+            let cache = compile::cache();
+            let catalog = sources
+                .discover(&trusted, &cache)
+                .map_err(|e| Failure::Usage(e.to_string()))?;
             match command {
-                Command::Run(args) => run(args, &catalog),
+                Command::Run(args) => run(
+                    args,
+                    &catalog,
+                    &compile::FirstUse {
+                        sources: &sources,
+                        trusted: &trusted,
+                        cache: &cache,
+                    },
+                ),
+                Command::Packs(PacksCommand::Compile { json }) => {
+                    let roots = sources.roots().map_err(|e| Failure::Usage(e.to_string()))?;
+                    match compile::packs_compile(&roots, &cache, json) {
+                        Ok(true) => Ok(()),
+                        Ok(false) => Err(Failure::Failed),
+                        Err(message) => {
+                            errln!("nodetool: {message}");
+                            Err(Failure::Failed)
+                        }
+                    }
+                }
                 Command::Validate { workflow, json } => validate(&workflow, json, &catalog),
                 Command::Lock { workflow } => lock(&workflow, &catalog),
                 Command::Packs(PacksCommand::List { json }) => {
@@ -327,118 +374,13 @@ fn dispatch(cli: Cli) -> Outcome {
                     }
                 }
                 Command::Schema
+                | Command::Serve(_)
                 | Command::Packs(PacksCommand::Allow { .. } | PacksCommand::Disallow { .. }) => {
                     Ok(())
                 }
             }
         }
     }
-}
-
-/// The environment values the CLI reads, read once here and passed down as values.
-struct Environment {
-    packs_path: Option<String>,
-    xdg_data_home: Option<PathBuf>,
-    xdg_config_home: Option<PathBuf>,
-    home: Option<PathBuf>,
-    shipped: Option<PathBuf>,
-}
-
-impl Environment {
-    fn from_process() -> Self {
-        let path = |name: &str| {
-            std::env::var_os(name)
-                .filter(|v| !v.is_empty())
-                .map(PathBuf::from)
-        };
-        Environment {
-            packs_path: std::env::var("NODETOOL_PACKS_PATH").ok(),
-            xdg_data_home: path("XDG_DATA_HOME"),
-            xdg_config_home: path("XDG_CONFIG_HOME"),
-            home: path("HOME"),
-            shipped: path("NODETOOL_SHIPPED_PACKS_DIR"),
-        }
-    }
-
-    fn installed_root(&self) -> Option<PathBuf> {
-        let data = self
-            .xdg_data_home
-            .clone()
-            .or_else(|| self.home.as_ref().map(|h| h.join(".local/share")))?;
-        Some(data.join("nodetool/packs/node_modules"))
-    }
-
-    fn allowlist_path(&self) -> PathBuf {
-        let config = self
-            .xdg_config_home
-            .clone()
-            .or_else(|| self.home.as_ref().map(|h| h.join(".config")))
-            .unwrap_or_else(|| PathBuf::from(".config"));
-        config.join("nodetool/packs.json")
-    }
-
-    fn shipped_root(&self) -> PathBuf {
-        self.shipped
-            .clone()
-            .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../packs"))
-    }
-}
-
-fn build_catalog(
-    packs: &[PathBuf],
-    env: &Environment,
-    trusted: &BTreeSet<String>,
-) -> Result<DiscoveredCatalog, Failure> {
-    let mut roots = Vec::new();
-    let explicit = packs.iter().cloned().map(|p| (p, "--packs"));
-    let from_env = env
-        .packs_path
-        .iter()
-        .flat_map(|v| v.split(':'))
-        .filter(|p| !p.is_empty())
-        .map(|p| (PathBuf::from(p), "NODETOOL_PACKS_PATH"));
-    for (path, source) in explicit.chain(from_env) {
-        if !path.is_dir() {
-            return Err(Failure::Usage(format!(
-                "the pack root {} (from {source}) does not exist or is not a directory",
-                path.display()
-            )));
-        }
-        roots.push(SearchRoot {
-            label: path.display().to_string(),
-            path,
-            kind: RootKind::Installed,
-        });
-    }
-    if let Some(installed) = env.installed_root().filter(|p| p.is_dir()) {
-        roots.push(SearchRoot {
-            label: installed.display().to_string(),
-            path: installed,
-            kind: RootKind::Installed,
-        });
-    }
-    let shipped = env.shipped_root();
-    if shipped.is_dir() {
-        roots.push(SearchRoot {
-            label: "shipped packs".into(),
-            path: shipped,
-            kind: RootKind::Shipped,
-        });
-    } else if env.shipped.is_some() {
-        // The built-in default may be absent (a binary moved away from its source tree); a
-        // root the operator named must exist, like every `--packs` and NODETOOL_PACKS_PATH root.
-        return Err(Failure::Usage(format!(
-            "the pack root {} (from NODETOOL_SHIPPED_PACKS_DIR) does not exist or is not a directory",
-            shipped.display()
-        )));
-    }
-    Ok(discover_catalog(
-        &roots,
-        &DiscoveryOptions {
-            compiled: &NoCompiledModules,
-            trusted_packs: trusted,
-        },
-    ))
 }
 
 fn session(allow: Vec<String>, trusted: &BTreeSet<String>) -> Allowlist {
@@ -519,68 +461,11 @@ fn capabilities(args: &RunArgs) -> Result<Capabilities, Failure> {
     })
 }
 
-/// The body's static imports resolved through the catalog (their errors end the run in the
-/// guest with `module-not-found` / `module-unavailable`), or its syntax error.
-fn resolve_body(code: &str, catalog: &dyn SandboxModuleCatalog) -> Result<Resolution, RunError> {
-    let imports = body_imports(code).map_err(|e| RunError {
-        line: Some(e.line),
-        column: Some(e.column),
-        ..RunError::new(RunErrorCode::SyntaxError, e.message)
-    })?;
-    // Only sandbox-specifier-shaped imports are declarations; anything else (`node:fs`, a path,
-    // a URL) is left for the loader to refuse by name.
-    let declarations: Vec<Declaration> = imports
-        .into_iter()
-        .filter(|i| nodetool_protocol::names::is_specifier(&i.specifier))
-        .map(|i| Declaration::of(i.specifier))
-        .collect();
-    Ok(catalog.resolve_for_execution(&declarations))
-}
-
-/// The dispatchers the resolution's facades need: the host-module dispatcher (which re-checks
-/// every host id against the registry pin) and, only when a WASM module is declared, the WASM
-/// host (compiling and re-validating each binary before first use).
-fn dispatchers(resolution: &Resolution) -> Result<Dispatchers, RunError> {
-    let host = nodetool_host_modules::HostDispatcher::for_resolution(resolution)
-        .map_err(|e| RunError::new(RunErrorCode::HostModuleError, e.0))?
-        .map(|d| d as Arc<dyn nodetool_runtime::dispatch::Dispatcher>);
-    let declares_wasm = resolution.modules.iter().any(|m| {
-        matches!(
-            m.kind,
-            nodetool_protocol::catalog::ResolvedKind::Wasm { .. }
-        )
-    });
-    let wasm = if declares_wasm {
-        let engine = nodetool_wasm_host::WasmHost::new()
-            .map_err(|e| RunError::new(RunErrorCode::WasmError, e.0))?;
-        engine
-            .dispatcher_for(resolution)
-            .map_err(|e| RunError::new(RunErrorCode::WasmError, e.0))?
-            .map(|d| d as Arc<dyn nodetool_runtime::dispatch::Dispatcher>)
-    } else {
-        None
-    };
-    Ok(Dispatchers { host, wasm })
-}
-
-/// Fills in where an import-related error's specifier is imported, when the guest could not.
-fn locate_import(mut error: RunError, code: &str) -> RunError {
-    if error.line.is_none()
-        && let Some(import) = error.specifier.as_deref().and_then(|s| {
-            body_imports(code)
-                .ok()?
-                .into_iter()
-                .find(|i| i.specifier == s)
-        })
-    {
-        error.line = Some(import.line);
-        error.column = Some(import.column);
-    }
-    error
-}
-
-fn run(args: RunArgs, catalog: &DiscoveredCatalog) -> Outcome {
+fn run(args: RunArgs, catalog: &DiscoveredCatalog, first_use: &compile::FirstUse<'_>) -> Outcome {
     let (code, origin) = read_source(args.file.as_deref())?;
+    // A shipped guest pack the body imports compiles now if nothing compiled it yet.
+    let recompiled = first_use.catalog_for(&code, catalog);
+    let catalog = recompiled.as_ref().unwrap_or(catalog);
     let inputs = parse_input(args.input.as_deref())?;
     let capabilities = capabilities(&args)?;
     let mut limits = RunLimits::STANDARD;
@@ -590,34 +475,22 @@ fn run(args: RunArgs, catalog: &DiscoveredCatalog) -> Outcome {
         }
         limits.timeout = Duration::from_millis(ms);
     }
-    let outcome = match resolve_body(&code, catalog) {
-        Err(error) => nodetool_guest::RunOutcome {
-            result: Err(error),
-            logs: Vec::new(),
-            duration: Duration::ZERO,
+    let outcome = Engines::new().run_body(
+        catalog,
+        BodyRun {
+            code: &code,
+            inputs: &inputs,
+            limits,
+            capabilities,
+            cancel: None,
         },
-        Ok(resolution) => match dispatchers(&resolution) {
-            Err(error) => nodetool_guest::RunOutcome {
-                result: Err(error),
-                logs: Vec::new(),
-                duration: Duration::ZERO,
-            },
-            Ok(dispatchers) => Sandbox::new().run(RunRequest {
-                code: &code,
-                resolution: &resolution,
-                inputs: &inputs,
-                limits,
-                capabilities,
-                dispatchers,
-                cancel: None,
-            }),
-        },
-    };
-    let mut outcome = outcome;
-    outcome.result = outcome.result.map_err(|e| locate_import(e, &code));
+    );
     let ok = outcome.result.is_ok();
     if args.json {
-        render::run_json(&outcome);
+        outln!(
+            "{}",
+            serde_json::to_string(&answers::run_json(&outcome)).unwrap_or_default()
+        );
     } else {
         render::run_human(&outcome, &code, &origin);
     }
@@ -636,12 +509,12 @@ fn validate(path: &Path, json: bool, catalog: &DiscoveredCatalog) -> Outcome {
     let issues = nodetool_guest::validate::validate_graph(&document, catalog)
         .map_err(|e| Failure::Usage(format!("{}: {}", path.display(), e.0)))?;
     let nodes = nodetool_guest::validate::code_nodes(&document).unwrap_or_default();
-    let failed = issues
-        .iter()
-        .any(|i| i.severity == nodetool_guest::validate::Severity::Error);
+    let failed = answers::has_errors(&issues);
     if json {
-        let out = serde_json::json!({ "ok": !failed, "issues": issues });
-        outln!("{}", serde_json::to_string(&out).unwrap_or_default());
+        outln!(
+            "{}",
+            serde_json::to_string(&answers::validate_json(&issues)).unwrap_or_default()
+        );
     } else {
         render::issues_human(&issues, &nodes, path);
     }
@@ -739,19 +612,16 @@ fn codeact_step(
     {
         return observation_of(false, "the action's imports could not be resolved".into());
     }
-    let dispatchers = match dispatchers(&resolution) {
-        Ok(d) => d,
-        Err(error) => return observation_of(false, render::error_line(&error)),
-    };
-    let outcome = Sandbox::new().run(RunRequest {
-        code: &code,
-        resolution: &resolution,
-        inputs: &Value::Object(Vec::new()),
-        limits: RunLimits::STANDARD,
-        capabilities: Capabilities::default(),
-        dispatchers,
-        cancel: None,
-    });
+    let outcome = Engines::new().run_resolved(
+        &resolution,
+        BodyRun {
+            code: &code,
+            inputs: &Value::Object(Vec::new()),
+            limits: RunLimits::STANDARD,
+            capabilities: Capabilities::default(),
+            cancel: None,
+        },
+    );
     let logs: String = outcome
         .logs
         .iter()

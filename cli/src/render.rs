@@ -6,7 +6,7 @@ use std::path::Path;
 use nodetool_discovery::DiscoveredCatalog;
 use nodetool_guest::RunOutcome;
 use nodetool_guest::validate::{CodeNode, Issue, Severity};
-use nodetool_protocol::catalog::{StatusCode, StatusLevel};
+use nodetool_protocol::catalog::StatusLevel;
 use nodetool_protocol::run::{LogLevel, RunError};
 use nodetool_protocol::value::Value;
 use nodetool_runtime::SandboxModuleCatalog;
@@ -23,24 +23,6 @@ pub(crate) fn value_text(value: &Value) -> String {
 /// An error as one line: `<code>: <message> (line N, column M)`.
 pub(crate) fn error_line(error: &RunError) -> String {
     error.to_string()
-}
-
-pub(crate) fn run_json(outcome: &RunOutcome) {
-    let logs = serde_json::to_value(&outcome.logs).unwrap_or_default();
-    let out = match &outcome.result {
-        Ok(value) => serde_json::json!({
-            "ok": true,
-            "result": value.to_json(),
-            "logs": logs,
-            "durationMs": outcome.duration.as_millis() as u64,
-        }),
-        Err(error) => serde_json::json!({
-            "ok": false,
-            "error": error,
-            "logs": logs,
-        }),
-    };
-    outln!("{}", serde_json::to_string(&out).unwrap_or_default());
 }
 
 pub(crate) fn run_human(outcome: &RunOutcome, code: &str, origin: &str) {
@@ -147,7 +129,7 @@ pub(crate) fn issues_human(issues: &[Issue], nodes: &[CodeNode], path: &Path) {
 
 pub(crate) fn packs_list(catalog: &DiscoveredCatalog, json: bool) {
     if json {
-        let out = serde_json::json!({ "summaries": catalog.summaries(), "diagnostics": catalog.diagnostics() });
+        let out = nodetool_frontend::answers::packs_list_json(catalog);
         outln!("{}", serde_json::to_string(&out).unwrap_or_default());
         return;
     }
@@ -189,57 +171,6 @@ pub(crate) fn packs_list(catalog: &DiscoveredCatalog, json: bool) {
     }
 }
 
-/// What to do about a status, by code.
-fn advice(code: StatusCode) -> &'static str {
-    use StatusCode::*;
-    match code {
-        DiscoveryFailed => {
-            "Fix or remove the package directory; its package.json must be a JSON object with a valid name."
-        }
-        DuplicatePack => "Remove one of the copies; neither resolves while both are installed.",
-        DuplicateSpecifier => {
-            "Uninstall one of the packs; neither module resolves while both claim the specifier."
-        }
-        ManifestInvalid => {
-            "Fix the nodetool block of the pack's package.json (the JSON Schema: `nodetool schema`)."
-        }
-        FileUnreadable | FileEscapesPackage | SymlinkNotAllowed => {
-            "Ship the file inside the package as a regular file (no symlinks, no paths outside the package)."
-        }
-        FileTooLarge | PackTooLarge => {
-            "Shrink the pack's sandbox files below the caps, or split the pack."
-        }
-        JsInvalid | DynamicImport | RequireCall | ImportOutsidePack | ImportEscapesPack
-        | ImportUndeclaredFile | ImportNotJs | ModuleCycle => {
-            "Fix the pack's JavaScript: static relative imports of declared files only, no import() or require(), no cycles."
-        }
-        WasmInvalid | WasmImports | WasmMemory | WasmExport => {
-            "Rebuild the WASM module within the scalar contract (no imports, bounded unshared memory, i32/f32/f64 exports)."
-        }
-        HostModuleUnknown | HostModuleForeign => {
-            "Remove the host entry: host modules are NodeTool's own and only their pinned packs may declare them."
-        }
-        PendingCompile => "Run `nodetool packs compile` to build the npm module.",
-        NpmModuleCompiled => "Nothing to do.",
-        NpmModuleWarning => "Check that the module works without the feature-detected global.",
-        NpmModuleTooLarge
-        | NpmModuleBuiltinImport
-        | NpmModuleUnresolved
-        | NpmModuleBundleFailed
-        | NpmModuleForbiddenGlobal
-        | NpmModuleScanRejected
-        | NpmModuleProbeFailed => {
-            "The npm package cannot run in the guest; use a different library or a host module."
-        }
-        SkillMissing | SkillInvalid => {
-            "Add or fix SKILL.md so agents can discover the pack (its modules work either way)."
-        }
-        ModuleNotFound | ModuleUnavailable | VersionMismatch | ContentDigestMismatch => {
-            "Check the workflow's imports against `nodetool packs list`."
-        }
-    }
-}
-
 /// Prints the doctor report; returns whether any diagnostic is an error.
 pub(crate) fn doctor(catalog: &DiscoveredCatalog) -> bool {
     let mut by_pack: BTreeMap<&str, Vec<&nodetool_protocol::catalog::Status>> = BTreeMap::new();
@@ -270,7 +201,7 @@ pub(crate) fn doctor(catalog: &DiscoveredCatalog) -> bool {
                 "  {level}[{}]: {}\n    fix: {}",
                 s.code,
                 s.message,
-                advice(s.code)
+                nodetool_frontend::answers::advice(s.code)
             );
         }
     }

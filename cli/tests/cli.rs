@@ -471,7 +471,7 @@ fn run_reports_a_sandbox_module_that_is_not_installed() {
     let world = World::new();
     world.write(
         "missing.js",
-        "import { parse } from \"@nodetool-ai/sandbox-yaml\";\nreturn parse(\"a: 1\");\n",
+        "import { parse } from \"@acme/sandbox-absent\";\nreturn parse(\"a: 1\");\n",
     );
     let out = world.nodetool(&["run", "missing.js"]).out().status(1);
     insta::assert_snapshot!("run_module_not_found", out.stderr);
@@ -481,7 +481,7 @@ fn run_reports_a_sandbox_module_that_is_not_installed() {
         .status(1)
         .json();
     assert_eq!(v["error"]["code"], "module-not-found");
-    assert_eq!(v["error"]["specifier"], "@nodetool-ai/sandbox-yaml");
+    assert_eq!(v["error"]["specifier"], "@acme/sandbox-absent");
     assert_eq!(v["error"]["line"], 1);
     assert_eq!(v["error"]["column"], 23);
 }
@@ -1375,8 +1375,18 @@ fn packs_doctor_exits_1_on_the_fixture_roots() {
 }
 
 #[test]
-fn packs_doctor_exits_0_with_only_the_geo_pack() {
+fn packs_doctor_exits_0_on_the_shipped_packs() {
     let world = World::new();
+    // Before anything is compiled the guest library packs are pending: skipped, not errors,
+    // with what to do.
+    let out = world.nodetool(&["packs", "doctor"]).out().status(0);
+    assert!(
+        out.stdout.contains("skipped[pending-compile]")
+            && out.stdout.contains("nodetool packs compile"),
+        "{}",
+        out.stdout
+    );
+    world.nodetool(&["packs", "compile"]).out().status(0);
     let out = world.nodetool(&["packs", "doctor"]).out().status(0);
     assert!(
         out.stdout.starts_with("All ")

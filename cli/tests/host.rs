@@ -3,6 +3,13 @@
 use serde_json::Value;
 
 fn run(code: &str) -> (Value, i32) {
+    let (json, code, _) = run_with(code, &[]);
+    (json, code)
+}
+
+/// `nodetool run --json <extra>` with the body on stdin: the JSON answer, the exit code and
+/// what went to stderr.
+fn run_with(code: &str, extra: &[&str]) -> (Value, i32, String) {
     let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
     let output = assert_cmd::Command::cargo_bin("nodetool")
         .unwrap_or_else(|e| panic!("{e}"))
@@ -14,12 +21,17 @@ fn run(code: &str) -> (Value, i32) {
             concat!(env!("CARGO_MANIFEST_DIR"), "/../packs"),
         )
         .args(["run", "--json"])
+        .args(extra)
         .write_stdin(code)
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
     let text = String::from_utf8_lossy(&output.stdout);
     let json: Value = serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"));
-    (json, output.status.code().unwrap_or(-1))
+    (
+        json,
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -62,4 +74,39 @@ fn an_uncaught_host_error_names_the_module_and_line() {
         "Error: csv.parse: delimiter must be a single character"
     );
     assert_eq!(out["error"]["line"], 3);
+}
+
+#[test]
+fn the_html_and_ocr_packs_work_through_nodetool_run() {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let png = nodetool_tests::render::text_png(
+        "Read this line aloud",
+        40.0,
+        nodetool_tests::render::Paper::White,
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(dir.path().join("line.png"), png).unwrap_or_else(|e| panic!("{e}"));
+    let workspace = dir.path().to_string_lossy().into_owned();
+    let (out, code, stderr) = run_with(
+        "import { select, toMarkdown, extractLinks } from '@nodetool-ai/sandbox-html';\n\
+         import ocr from '@nodetool-ai/sandbox-ocr';\n\
+         const page = '<h1>Notes</h1><ul><li>one<ul><li>two</li></ul></li></ul><p class=\"x\"><a href=\"https://example.com\">site</a></p>';\n\
+         const reading = await ocr.recognize(await workspace.readBytes('line.png'));\n\
+         return { markdown: await toMarkdown(page), texts: await select(page, 'p.x'), links: await extractLinks(page), words: reading.words.map((w) => w.text) };",
+        &["--workspace", &workspace],
+    );
+    assert_eq!(code, 0, "{out} {stderr}");
+    let result = &out["result"];
+    assert_eq!(
+        result["markdown"],
+        "# Notes\n\n- one\n  - two\n\n[site](https://example.com)"
+    );
+    assert_eq!(result["texts"], serde_json::json!(["site"]));
+    assert_eq!(result["links"][0]["type"], "external");
+    assert_eq!(
+        result["words"],
+        serde_json::json!(["Read", "this", "line", "aloud"])
+    );
+    // Tesseract leaves nothing behind to complain about when the process exits.
+    assert!(!stderr.contains("LEAK"), "{stderr}");
 }

@@ -157,9 +157,13 @@ fn the_wall_clock_budget_holds_under_concurrent_calls() {
         "import { spin, noop } from '@acme/ref/scalar';\nconst r = await Promise.allSettled([spin(), spin()]);\nlet after; try { await noop() } catch (e) { after = e.message }\nreturn [r.map(x => x.reason.message).sort(), after];",
     );
     assert_eq!(code, 0, "{out}");
+    // The first call reserves its 300 ms; the second gets only what is left of the 400 ms (on a
+    // loaded machine the first may overrun its tick and leave nothing, so the second is then
+    // refused by the budget itself).
     let reasons = out["result"][0].to_string();
+    assert!(reasons.contains("exceeded its 300 ms"), "{out}");
     assert!(
-        reasons.contains("exceeded its 100 ms") && reasons.contains("exceeded its 300 ms"),
+        reasons.matches("per-call timeout").count() == 2 || reasons.contains("budget of 400 ms"),
         "{out}"
     );
     assert!(

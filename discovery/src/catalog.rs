@@ -548,6 +548,12 @@ impl SandboxModuleCatalog for DiscoveredCatalog {
         })
     }
 
+    fn pack_trusted(&self, pack_name: &str) -> bool {
+        self.by_pack_name
+            .get(pack_name)
+            .is_some_and(|&i| self.trusted[i])
+    }
+
     fn authorize_delivery<'a>(&'a self, module_id: &'a str) -> DeliveryFuture<'a> {
         // v1 policy: everything this catalog serves is deliverable to whoever reaches the
         // route; `forbidden` exists for an entitlement-aware catalog.

@@ -75,6 +75,8 @@ pub(crate) struct BridgeState {
     pub host: DispatchSide,
     pub wasm: DispatchSide,
     pub pending: RefCell<Vec<PendingCall>>,
+    /// The run's deadline, passed to every dispatcher call.
+    pub deadline: std::time::Instant,
     /// Messages of dispatcher errors thrown into the guest, to name an uncaught one's code.
     pub thrown: RefCell<Vec<(String, RunErrorCode)>>,
 }
@@ -247,7 +249,7 @@ fn call<'js>(
         ));
     }
     let error = Exception::from_message(ctx.clone(), "")?.into_object();
-    let future = dispatcher.call(&key_text, &export_text, values);
+    let future = dispatcher.call(&key_text, &export_text, values, state.deadline);
     let queued = state.push_pending(PendingCall {
         awaited: Awaited::Dispatch {
             future,

@@ -204,7 +204,7 @@ fn execute(
         SandboxResolver(Rc::clone(&table)),
         SandboxLoader(Rc::clone(&table)),
     );
-    let bridge = Rc::new(bridge_state(request));
+    let bridge = Rc::new(bridge_state(request, deadline));
     let _current = CurrentRun::enter(Rc::clone(&bridge));
     let context = Context::custom::<SandboxIntrinsics>(&runtime).map_err(|e| engine_error(&e))?;
     // Declared after the context, so dropped before it: calls still pending when the run ends
@@ -372,7 +372,7 @@ fn read_result(
     })
 }
 
-fn bridge_state(request: &RunRequest<'_>) -> BridgeState {
+fn bridge_state(request: &RunRequest<'_>, deadline: Instant) -> BridgeState {
     let mut host_keys = HashSet::new();
     let mut wasm_keys = HashSet::new();
     for m in &request.resolution.modules {
@@ -400,6 +400,7 @@ fn bridge_state(request: &RunRequest<'_>) -> BridgeState {
             label: "WASM",
         },
         pending: RefCell::new(Vec::new()),
+        deadline,
         thrown: RefCell::new(Vec::new()),
     }
 }

@@ -1058,7 +1058,13 @@ fn a_pack_module_sees_exactly_the_granted_workspace_and_fetch() {
 struct NeverDispatcher;
 
 impl nodetool_guest::Dispatcher for NeverDispatcher {
-    fn call(&self, _key: &str, _export: &str, _args: Vec<Value>) -> nodetool_guest::DispatchFuture {
+    fn call(
+        &self,
+        _key: &str,
+        _export: &str,
+        _args: Vec<Value>,
+        _deadline: std::time::Instant,
+    ) -> nodetool_guest::DispatchFuture {
         Box::pin(std::future::pending())
     }
 }

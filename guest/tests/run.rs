@@ -76,7 +76,13 @@ fn host_csv() -> ResolvedModule {
 struct EchoDispatcher;
 
 impl Dispatcher for EchoDispatcher {
-    fn call(&self, module_key: &str, export: &str, args: Vec<Value>) -> DispatchFuture {
+    fn call(
+        &self,
+        module_key: &str,
+        export: &str,
+        args: Vec<Value>,
+        _deadline: std::time::Instant,
+    ) -> DispatchFuture {
         let answer = if export == "stringify" {
             Err(DispatchError {
                 message: format!("csv.{export}: rows must be an array of records or arrays"),

@@ -14,7 +14,9 @@
 
 mod csv;
 mod diff;
+mod html;
 pub mod limits;
+mod ocr;
 mod xlsx;
 mod xml;
 mod zip;
@@ -39,6 +41,16 @@ pub fn implementation(id: &str, export: &str) -> Option<HostFn> {
     let f: HostFn = match (id, export) {
         ("csv", "parse") => csv::parse,
         ("csv", "stringify") => csv::stringify,
+        ("html", "select") => html::select,
+        ("html", "toMarkdown") => html::to_markdown,
+        ("html", "toText") => html::to_text,
+        ("html", "extractLinks") => html::extract_links,
+        ("html", "extractImages") => html::extract_images,
+        ("html", "extractAudio") => html::extract_audio,
+        ("html", "extractVideos") => html::extract_videos,
+        ("html", "extractMetadata") => html::extract_metadata,
+        ("html", "extractReadableText") => html::extract_readable_text,
+        ("ocr", "recognize") => ocr::recognize,
         ("xml", "parse") => xml::parse,
         ("xlsx", "parse") => xlsx::parse,
         ("xlsx", "write") => xlsx::write,
@@ -137,7 +149,13 @@ impl HostDispatcher {
 }
 
 impl Dispatcher for HostDispatcher {
-    fn call(&self, module_key: &str, export: &str, args: Vec<Value>) -> DispatchFuture {
+    fn call(
+        &self,
+        module_key: &str,
+        export: &str,
+        args: Vec<Value>,
+        _deadline: std::time::Instant,
+    ) -> DispatchFuture {
         match self.check(module_key, export) {
             Err(message) => Box::pin(std::future::ready(Err(DispatchError { message }))),
             Ok((f, at)) => spawn(move || {
@@ -218,6 +236,10 @@ mod tests {
         }
     }
 
+    fn far() -> std::time::Instant {
+        std::time::Instant::now() + std::time::Duration::from_secs(60)
+    }
+
     fn block_on(f: DispatchFuture) -> Result<Value, DispatchError> {
         let mut f = f;
         loop {
@@ -269,21 +291,21 @@ mod tests {
         .ok()
         .flatten()
         .unwrap_or_else(|| panic!("dispatcher"));
-        let e = block_on(d.call("@nodetool-ai/sandbox-csv", "parse", vec![]))
+        let e = block_on(d.call("@nodetool-ai/sandbox-csv", "parse", vec![], far()))
             .err()
             .map(|e| e.message);
         assert_eq!(
             e.as_deref(),
             Some("\"@nodetool-ai/sandbox-csv\" is not a host sandbox module declared by this node")
         );
-        let e = block_on(d.call("@nodetool-ai/sandbox-diff", "constructor", vec![]))
+        let e = block_on(d.call("@nodetool-ai/sandbox-diff", "constructor", vec![], far()))
             .err()
             .map(|e| e.message);
         assert_eq!(
             e.as_deref(),
             Some("@nodetool-ai/sandbox-diff has no export named \"constructor\"")
         );
-        let e = block_on(d.call("@nodetool-ai/sandbox-diff", "__proto__", vec![]))
+        let e = block_on(d.call("@nodetool-ai/sandbox-diff", "__proto__", vec![], far()))
             .err()
             .map(|e| e.message);
         assert!(e.is_some_and(|m| m.contains("has no export named")));
@@ -291,6 +313,7 @@ mod tests {
             "@nodetool-ai/sandbox-diff",
             "unified",
             vec![Value::String("a\n".into()), Value::String("b\n".into())],
+            far(),
         ));
         assert!(matches!(ok, Ok(Value::String(s)) if s.contains("-a\n+b")));
     }

@@ -82,6 +82,112 @@ pub fn clamped_option(
     }
 }
 
+/// JavaScript's `String(n)` for a number (shortest round-trip digits, exponent past 1e21).
+pub fn js_number(n: f64) -> String {
+    if n.is_nan() {
+        return "NaN".into();
+    }
+    if n.is_infinite() {
+        return if n > 0.0 {
+            "Infinity".into()
+        } else {
+            "-Infinity".into()
+        };
+    }
+    if n == 0.0 {
+        return "0".into();
+    }
+    let sci = format!("{:e}", n.abs());
+    let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
+    let exponent: i64 = exponent.parse().unwrap_or(0);
+    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
+    let k = digits.len() as i64;
+    let point = exponent + 1;
+    let body = if k <= point && point <= 21 {
+        format!("{digits}{}", "0".repeat((point - k) as usize))
+    } else if 0 < point && point <= 21 {
+        let (int, frac) = digits.split_at(point as usize);
+        format!("{int}.{frac}")
+    } else if -6 < point && point <= 0 {
+        format!("0.{}{digits}", "0".repeat((-point) as usize))
+    } else {
+        let e = point - 1;
+        let sign = if e >= 0 { "+" } else { "-" };
+        let (first, rest) = digits.split_at(1);
+        let mantissa = if rest.is_empty() {
+            first.to_string()
+        } else {
+            format!("{first}.{rest}")
+        };
+        format!("{mantissa}e{sign}{}", e.abs())
+    };
+    if n < 0.0 { format!("-{body}") } else { body }
+}
+
+/// JavaScript's `String(value)`.
+pub fn js_string(value: &Value) -> String {
+    match value {
+        Value::Undefined => "undefined".into(),
+        Value::Null => "null".into(),
+        Value::Bool(b) => b.to_string(),
+        Value::Number(n) => js_number(*n),
+        Value::String(s) => s.clone(),
+        Value::Bytes(b) => b.iter().map(u8::to_string).collect::<Vec<_>>().join(","),
+        Value::Array(items) => items
+            .iter()
+            .map(|v| match v {
+                Value::Undefined | Value::Null => String::new(),
+                v => js_string(v),
+            })
+            .collect::<Vec<_>>()
+            .join(","),
+        Value::Object(_) => "[object Object]".into(),
+    }
+}
+
+/// JavaScript's whitespace (`\s`, and what `String.prototype.trim` strips): Unicode White_Space
+/// without U+0085, plus the BOM.
+pub fn is_js_space(c: char) -> bool {
+    c == '\u{feff}' || (c.is_whitespace() && c != '\u{85}')
+}
+
+/// JavaScript's `s.trim()`.
+pub fn js_trim(s: &str) -> &str {
+    s.trim_matches(is_js_space)
+}
+
+/// JavaScript's `Number(value)` for the values an option can hold (a numeric string converts,
+/// anything that is not a number is `NaN`).
+pub fn js_to_number(value: &Value) -> f64 {
+    match value {
+        Value::Number(n) => *n,
+        Value::Bool(b) => f64::from(u8::from(*b)),
+        Value::Null => 0.0,
+        Value::String(s) => {
+            let s = js_trim(s);
+            let (sign, digits) = match s.strip_prefix('-') {
+                Some(rest) => (-1.0, rest),
+                None => (1.0, s.strip_prefix('+').unwrap_or(s)),
+            };
+            if s.is_empty() {
+                0.0
+            } else if digits == "Infinity" {
+                sign * f64::INFINITY
+            } else if let Some(hex) = s.strip_prefix("0x").or_else(|| s.strip_prefix("0X")) {
+                u64::from_str_radix(hex, 16).map_or(f64::NAN, |n| n as f64)
+            } else if digits
+                .bytes()
+                .all(|b| b.is_ascii_digit() || matches!(b, b'.' | b'e' | b'E' | b'+' | b'-'))
+            {
+                s.parse().unwrap_or(f64::NAN)
+            } else {
+                f64::NAN
+            }
+        }
+        Value::Undefined | Value::Bytes(_) | Value::Array(_) | Value::Object(_) => f64::NAN,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -122,5 +228,29 @@ mod tests {
         assert_eq!(clamped_option(&o, "x", 3, 0, 100), 3);
         assert_eq!(clamped_option(&o, "missing", 3, 0, 100), 3);
         assert!(bool_option(&[], "header", true));
+    }
+
+    #[test]
+    fn javascript_conversions() {
+        assert_eq!(js_trim("\u{feff}\u{a0} x \n"), "x");
+        assert_eq!(js_trim("\u{85}x"), "\u{85}x");
+        for (text, n) in [
+            ("5", 5.0),
+            (" 7.5 ", 7.5),
+            ("", 0.0),
+            ("-Infinity", f64::NEG_INFINITY),
+            ("0x10", 16.0),
+            ("1e3", 1000.0),
+        ] {
+            assert_eq!(js_to_number(&Value::String(text.into())), n, "{text:?}");
+        }
+        for text in ["abc", "inf", "nan", "5px", "0x"] {
+            assert!(
+                js_to_number(&Value::String(text.into())).is_nan(),
+                "{text:?}"
+            );
+        }
+        assert_eq!(js_to_number(&Value::Bool(true)), 1.0);
+        assert!(js_to_number(&Value::Object(vec![])).is_nan());
     }
 }

@@ -13,7 +13,7 @@ use calamine::{DataRef, ExcelDateTime, ExcelDateTimeType, Reader, SheetType, Xls
 use nodetool_protocol::value::Value;
 use rust_xlsxwriter::{Color, Format, FormatPattern, Workbook, Worksheet};
 
-use crate::limits::{bool_option, option, options_of, require_bytes};
+use crate::limits::{bool_option, js_number, js_string, option, options_of, require_bytes};
 
 /// Sheets one `write` call may produce.
 pub const MAX_WRITE_SHEETS: usize = 64;
@@ -37,69 +37,6 @@ const WRITE: &str = "xlsx.write";
 // ---------------------------------------------------------------------------------------------
 // Shared helpers
 // ---------------------------------------------------------------------------------------------
-
-/// JavaScript's `String(n)` for a number (shortest round-trip digits, exponent past 1e21).
-fn js_number(n: f64) -> String {
-    if n.is_nan() {
-        return "NaN".into();
-    }
-    if n.is_infinite() {
-        return if n > 0.0 {
-            "Infinity".into()
-        } else {
-            "-Infinity".into()
-        };
-    }
-    if n == 0.0 {
-        return "0".into();
-    }
-    let sci = format!("{:e}", n.abs());
-    let (mantissa, exponent) = sci.split_once('e').unwrap_or((sci.as_str(), "0"));
-    let exponent: i64 = exponent.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let k = digits.len() as i64;
-    let point = exponent + 1;
-    let body = if k <= point && point <= 21 {
-        format!("{digits}{}", "0".repeat((point - k) as usize))
-    } else if 0 < point && point <= 21 {
-        let (int, frac) = digits.split_at(point as usize);
-        format!("{int}.{frac}")
-    } else if -6 < point && point <= 0 {
-        format!("0.{}{digits}", "0".repeat((-point) as usize))
-    } else {
-        let e = point - 1;
-        let sign = if e >= 0 { "+" } else { "-" };
-        let (first, rest) = digits.split_at(1);
-        let mantissa = if rest.is_empty() {
-            first.to_string()
-        } else {
-            format!("{first}.{rest}")
-        };
-        format!("{mantissa}e{sign}{}", e.abs())
-    };
-    if n < 0.0 { format!("-{body}") } else { body }
-}
-
-/// JavaScript's `String(value)`.
-fn js_string(value: &Value) -> String {
-    match value {
-        Value::Undefined => "undefined".into(),
-        Value::Null => "null".into(),
-        Value::Bool(b) => b.to_string(),
-        Value::Number(n) => js_number(*n),
-        Value::String(s) => s.clone(),
-        Value::Bytes(b) => b.iter().map(u8::to_string).collect::<Vec<_>>().join(","),
-        Value::Array(items) => items
-            .iter()
-            .map(|v| match v {
-                Value::Undefined | Value::Null => String::new(),
-                v => js_string(v),
-            })
-            .collect::<Vec<_>>()
-            .join(","),
-        Value::Object(_) => "[object Object]".into(),
-    }
-}
 
 /// JavaScript's `Boolean(value)`.
 fn truthy(value: &Value) -> bool {

@@ -36,6 +36,9 @@ pub enum Value {
 /// The key that marks bytes in JSON.
 pub const BYTES_KEY: &str = "$bytes";
 
+/// The map key serde_json's `arbitrary_precision` feature carries a number's text under.
+const ARBITRARY_PRECISION_NUMBER_KEY: &str = "$serde_json::private::Number";
+
 impl Value {
     /// An object's member by key.
     pub fn get(&self, key: &str) -> Option<&Value> {
@@ -174,6 +177,14 @@ impl<'de> Deserialize<'de> for Value {
                 {
                     return Ok(Value::Bytes(bytes));
                 }
+                // serde_json's `arbitrary_precision` (on in this workspace: rolldown needs it)
+                // hands a number to `deserialize_any` as a one-entry map holding its text.
+                if let [(k, Value::String(text))] = members.as_slice()
+                    && k == ARBITRARY_PRECISION_NUMBER_KEY
+                    && let Ok(n) = text.parse::<f64>()
+                {
+                    return Ok(Value::Number(n));
+                }
                 Ok(Value::Object(members))
             }
         }
@@ -184,6 +195,15 @@ impl<'de> Deserialize<'de> for Value {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_arbitrary_precision_number_reads_as_a_number() {
+        let v: Value =
+            serde_json::from_str(r#"{"x": {"$serde_json::private::Number": "0.25"}, "y": 0.5}"#)
+                .unwrap_or(Value::Null);
+        assert_eq!(v.get("x"), Some(&Value::Number(0.25)));
+        assert_eq!(v.get("y"), Some(&Value::Number(0.5)));
+    }
 
     #[test]
     fn json_round_trip_with_bytes() {

@@ -5,6 +5,7 @@
 
 use std::future::Future;
 use std::pin::Pin;
+use std::time::Instant;
 
 use nodetool_protocol::value::Value;
 
@@ -24,6 +25,13 @@ pub type DispatchFuture = Pin<Box<dyn Future<Output = Result<Value, DispatchErro
 /// but hiding is not the boundary.
 pub trait Dispatcher: Send + Sync {
     /// Starts one call. The future is polled by the run's event loop and dropped if the run ends
-    /// first.
-    fn call(&self, module_key: &str, export: &str, args: Vec<Value>) -> DispatchFuture;
+    /// first. `deadline` is the run's: an implementation that works on the caller's thread (as
+    /// the WASM host does, to keep a call in microseconds) must not run past it.
+    fn call(
+        &self,
+        module_key: &str,
+        export: &str,
+        args: Vec<Value>,
+        deadline: Instant,
+    ) -> DispatchFuture;
 }

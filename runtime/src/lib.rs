@@ -44,6 +44,13 @@ pub trait SandboxModuleCatalog: Send + Sync {
     /// A pack's SKILL.md with its trust flag, when the pack has a valid one.
     fn pack_skill(&self, pack_name: &str) -> Option<SkillDisclosure>;
 
+    /// Whether the operator trusts an installed pack (its SKILL.md registers as an ordinary
+    /// skill, and CodeAct sessions allow it by default), whether or not it has a SKILL.md. The
+    /// default knows only what [`pack_skill`](Self::pack_skill) discloses.
+    fn pack_trusted(&self, pack_name: &str) -> bool {
+        self.pack_skill(pack_name).is_some_and(|s| s.trusted)
+    }
+
     /// Authorizes and fetches one deliverable body by opaque id (an entry specifier or a
     /// `<pack>::<file>` graph-file id) in one step, so the two can never drift apart.
     /// Asynchronous because entitlement may need remote state.

@@ -1,8 +1,397 @@
 //! `nodetool-server`: the HTTP front end (axum on tokio).
 //!
-//! It will own (its own issue): the delivery route `GET /api/sandbox-modules/{*id}` answered
-//! only through the catalog's `authorize_delivery`, the catalog and docs API, runs and
-//! validation over HTTP, the host-module route for the browser runner, soft reload, and the
-//! Packages page.
+//! It serves the delivery route `GET /api/sandbox-modules/{*id}` (answered only through the
+//! catalog's `authorize_delivery`), the catalog API (`GET /api/packs/sandbox-modules`,
+//! `GET /api/packs`, `GET /api/packs/{name}/docs`), runs and validation over HTTP
+//! (`POST /api/run`, `POST /api/validate`), the host-module route for the browser runner
+//! (`POST /api/host-modules/{id}/{export}`), soft reload (`POST /api/packs/reload`), and the
+//! Packages page at `/` (plain HTML, CSS and JavaScript compiled into the binary).
 //!
-//! It must never translate a route into a filesystem lookup, and must stay thin like the CLI.
+//! Runs, validations and host calls execute on the blocking pool, never on the reactor, behind
+//! a [`RunGate`]: a bounded number at once, a bounded queue, and `503` with `Retry-After`
+//! beyond it. Request bodies are capped (`413`). A reload discovers the packs again and swaps
+//! the new catalog into a [`CatalogHandle`]; a run keeps the snapshot it was admitted with.
+//!
+//! Architecture invariants: thin — the search path, the run pipeline and every JSON answer
+//! shared with the CLI come from `nodetool-frontend`; no route turns a request into a
+//! filesystem lookup, and no answer carries a filesystem path (roots are labelled opaquely,
+//! and errors that would name a path are logged, not answered).
+
+mod api;
+mod delivery;
+mod error;
+mod gate;
+mod page;
+mod runs;
+
+use std::future::Future;
+use std::io::{IsTerminal as _, Write as _};
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::extract::{DefaultBodyLimit, Request};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use axum::routing::{get, post};
+use nodetool_frontend::run::Engines;
+use nodetool_frontend::search::{Environment, PackSources, RootLabels, SourceError};
+use nodetool_runtime::{CatalogHandle, CompiledLookup, SandboxModuleCatalog};
+
+pub use api::CONSENT;
+pub use delivery::{
+    CONTENT_DIGEST, CONTENT_SHA256, DEPENDENCIES, FILE_ID, HOST_MODULE, INTERNAL, PACK,
+    PACK_VERSION, WASM_CONTRACT,
+};
+pub use error::{ApiError, RETRY_AFTER_SECONDS};
+pub use gate::{Admitted, Busy, RunGate};
+
+/// The server's bounds. There is no `Default`: the caller states them ([`ServerConfig::standard`]
+/// is the command line's default set).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ServerConfig {
+    /// Runs (and validations, and host calls) executing at once.
+    pub max_running: usize,
+    /// Requests that may wait for a run slot; beyond them the answer is `503`.
+    pub max_queued: usize,
+    /// The largest request body accepted (`413` beyond).
+    pub max_request_bytes: usize,
+}
+
+impl ServerConfig {
+    /// One run per core, 32 waiting, 16 MiB bodies (host-module inputs go up to 10 MiB of
+    /// bytes, which is 13.4 MiB of base64).
+    pub fn standard(cores: usize) -> ServerConfig {
+        ServerConfig {
+            max_running: cores.max(1),
+            max_queued: 32,
+            max_request_bytes: 16 * 1024 * 1024,
+        }
+    }
+}
+
+/// Where the catalog comes from, at start-up and on every reload.
+pub trait CatalogSource: Send + Sync + 'static {
+    /// Discovers the packs into a new catalog (blocking: it reads the filesystem).
+    fn load(&self) -> Result<Arc<dyn SandboxModuleCatalog>, SourceError>;
+}
+
+/// The production source: the CLI's search path with opaque root labels.
+pub struct Discovery {
+    /// The search path.
+    pub sources: PackSources,
+    /// Where compiled npm artifacts come from.
+    pub compiled: Arc<dyn CompiledLookup>,
+}
+
+impl CatalogSource for Discovery {
+    fn load(&self) -> Result<Arc<dyn SandboxModuleCatalog>, SourceError> {
+        let trusted = self.sources.trusted()?;
+        let catalog = self
+            .sources
+            .discover(&trusted, self.compiled.as_ref())
+            .map_err(SourceError::Root)?;
+        Ok(Arc::new(catalog))
+    }
+}
+
+/// What every handler shares. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState(Arc<Shared>);
+
+struct Shared {
+    catalog: CatalogHandle,
+    source: Arc<dyn CatalogSource>,
+    /// One reload at a time, so an older discovery never overwrites a newer one.
+    reloading: tokio::sync::Mutex<()>,
+    engines: Arc<Engines>,
+    gate: Arc<RunGate>,
+    config: ServerConfig,
+}
+
+impl AppState {
+    /// Loads the catalog once (blocking) and builds the state.
+    pub fn new(
+        config: ServerConfig,
+        source: Arc<dyn CatalogSource>,
+    ) -> Result<AppState, SourceError> {
+        let catalog = source.load()?;
+        Ok(AppState(Arc::new(Shared {
+            catalog: CatalogHandle::new(catalog),
+            source,
+            reloading: tokio::sync::Mutex::new(()),
+            engines: Arc::new(Engines::new()),
+            gate: RunGate::new(config.max_running, config.max_queued),
+            config,
+        })))
+    }
+
+    /// The catalog as of now (a run keeps the one it took).
+    pub fn catalog(&self) -> Arc<dyn SandboxModuleCatalog> {
+        self.0.catalog.snapshot()
+    }
+
+    /// Requests running or queued at the run gate now.
+    pub fn runs_admitted(&self) -> usize {
+        self.0.gate.admitted()
+    }
+
+    /// Discovers the packs again and swaps the new catalog in; the current one stays when
+    /// discovery fails.
+    pub async fn reload(&self) -> Result<Arc<dyn SandboxModuleCatalog>, ApiError> {
+        let _one_at_a_time = self.0.reloading.lock().await;
+        let source = Arc::clone(&self.0.source);
+        let loaded = tokio::task::spawn_blocking(move || source.load())
+            .await
+            .map_err(|e| ApiError::Internal(format!("discovery panicked: {e}")))?;
+        match loaded {
+            Ok(catalog) => {
+                self.0.catalog.replace(Arc::clone(&catalog));
+                tracing::info!(
+                    modules = catalog.summaries().len(),
+                    diagnostics = catalog.diagnostics().len(),
+                    "catalog reloaded"
+                );
+                Ok(catalog)
+            }
+            Err(e) => {
+                tracing::error!(error = %e, "reload failed; the current catalog stays");
+                Err(ApiError::ReloadFailed(e.without_path()))
+            }
+        }
+    }
+
+    fn gate(&self) -> &Arc<RunGate> {
+        &self.0.gate
+    }
+
+    fn engines(&self) -> Arc<Engines> {
+        Arc::clone(&self.0.engines)
+    }
+
+    fn config(&self) -> &ServerConfig {
+        &self.0.config
+    }
+}
+
+/// Every route, the page, the body cap and the request log.
+pub fn router(state: AppState) -> Router {
+    let cap = state.config().max_request_bytes;
+    Router::new()
+        .route("/", get(page::index))
+        .route("/assets/app.js", get(page::script))
+        .route("/assets/style.css", get(page::style))
+        .route("/api/sandbox-modules/{*id}", get(delivery::deliver))
+        .route("/api/packs", get(api::packs_view))
+        .route("/api/packs/sandbox-modules", get(api::packs_list))
+        .route("/api/packs/reload", post(api::reload))
+        .route("/api/packs/{name}/docs", get(api::docs))
+        .route("/api/packs/{scope}/{name}/docs", get(api::scoped_docs))
+        .route("/api/run", post(runs::run))
+        .route("/api/validate", post(runs::validate))
+        .route("/api/host-modules/{id}/{export}", post(runs::host_call))
+        .fallback(not_found)
+        .method_not_allowed_fallback(method_not_allowed)
+        .layer(DefaultBodyLimit::max(cap))
+        .layer(middleware::from_fn(log_request))
+        .with_state(state)
+}
+
+async fn not_found() -> ApiError {
+    ApiError::not_found()
+}
+
+async fn method_not_allowed() -> Response {
+    (
+        axum::http::StatusCode::METHOD_NOT_ALLOWED,
+        axum::Json(serde_json::json!({ "detail": "Method not allowed" })),
+    )
+        .into_response()
+}
+
+/// One structured line per request: method, path, status, milliseconds.
+async fn log_request(request: Request, next: Next) -> Response {
+    let started = Instant::now();
+    let method = request.method().clone();
+    let path = request.uri().path().to_string();
+    let response = next.run(request).await;
+    tracing::info!(
+        %method,
+        path,
+        status = response.status().as_u16(),
+        ms = started.elapsed().as_secs_f64() * 1000.0,
+        "request"
+    );
+    response
+}
+
+/// Serves until `shutdown` completes, then lets the requests in flight finish.
+pub async fn serve(
+    listener: tokio::net::TcpListener,
+    state: AppState,
+    shutdown: impl Future<Output = ()> + Send + 'static,
+) -> std::io::Result<()> {
+    axum::serve(listener, router(state))
+        .with_graceful_shutdown(shutdown)
+        .await
+}
+
+/// Completes on SIGINT or SIGTERM.
+pub async fn shutdown_signal() {
+    let interrupt = async {
+        if tokio::signal::ctrl_c().await.is_err() {
+            std::future::pending::<()>().await;
+        }
+    };
+    let terminate = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut signal) => {
+                signal.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        () = interrupt => {}
+        () = terminate => {}
+    }
+    tracing::info!("shutting down: finishing the requests in flight");
+}
+
+/// The server's options (also `nodetool serve`'s).
+#[derive(Debug, Clone, clap::Args)]
+pub struct ServeArgs {
+    /// The address to listen on.
+    #[arg(long, default_value = "127.0.0.1")]
+    pub host: String,
+    /// The port to listen on (0 picks a free one; the address is printed on stdout).
+    #[arg(long, default_value_t = 7777)]
+    pub port: u16,
+    /// Runs executing at once (default: the number of cores).
+    #[arg(long, value_name = "N")]
+    pub max_runs: Option<usize>,
+    /// Runs that may wait for a slot; beyond them the server answers 503.
+    #[arg(long, value_name = "N")]
+    pub queue: Option<usize>,
+}
+
+#[derive(clap::Parser)]
+#[command(
+    name = "nodetool-server",
+    version,
+    about = "Serve sandbox packs to browsers, run Code node bodies over HTTP, and show the Packages page."
+)]
+struct Cli {
+    #[command(flatten)]
+    serve: ServeArgs,
+    /// A node_modules-style pack root to search first (repeatable, searched in order).
+    #[arg(long = "packs", value_name = "DIR")]
+    packs: Vec<PathBuf>,
+}
+
+/// Why the server could not start or stopped serving.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ServeError {
+    /// Configuration: a pack root, the allowlist file, the address (exit 2).
+    Config(String),
+    /// Anything else (exit 1).
+    Failed(String),
+}
+
+impl std::fmt::Display for ServeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            ServeError::Config(m) | ServeError::Failed(m) => f.write_str(m),
+        }
+    }
+}
+
+/// The `nodetool-server` binary: its arguments and environment.
+pub fn main() -> ExitCode {
+    let cli = match <Cli as clap::Parser>::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return ExitCode::from(if e.use_stderr() { 2 } else { 0 });
+        }
+    };
+    let env = Environment::from_vars(|name| std::env::var_os(name));
+    match serve_blocking(cli.serve, cli.packs, env) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            let _ = writeln!(std::io::stderr(), "nodetool-server: {e}");
+            ExitCode::from(match e {
+                ServeError::Config(_) => 2,
+                ServeError::Failed(_) => 1,
+            })
+        }
+    }
+}
+
+/// Starts the server (`--packs` roots first, then the search path `env` describes) and blocks
+/// until it has shut down after SIGINT or SIGTERM.
+pub fn serve_blocking(
+    args: ServeArgs,
+    packs: Vec<PathBuf>,
+    env: Environment,
+) -> Result<(), ServeError> {
+    init_logging();
+    let cores = std::thread::available_parallelism().map_or(1, usize::from);
+    let mut config = ServerConfig::standard(cores);
+    if let Some(n) = args.max_runs {
+        config.max_running = n.max(1);
+    }
+    if let Some(n) = args.queue {
+        config.max_queued = n;
+    }
+    // npm modules come from the compiler's cache (`nodetool packs compile` fills it); one that
+    // nothing compiled yet is `pending-compile`, and a reload picks up what was compiled since.
+    let compiled = Arc::new(nodetool_compiler::Cache::new(
+        nodetool_compiler::cache_root(&env.cache_home()),
+    ));
+    let source = Arc::new(Discovery {
+        sources: PackSources {
+            explicit: packs,
+            env,
+            labels: RootLabels::Opaque,
+        },
+        compiled,
+    });
+    let state = AppState::new(config, source).map_err(|e| ServeError::Config(e.to_string()))?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+        .map_err(|e| ServeError::Failed(format!("cannot start the async runtime: {e}")))?;
+    runtime.block_on(async move {
+        let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
+            .await
+            .map_err(|e| {
+                ServeError::Config(format!("cannot listen on {}:{}: {e}", args.host, args.port))
+            })?;
+        let address: SocketAddr = listener
+            .local_addr()
+            .map_err(|e| ServeError::Failed(format!("cannot read the listening address: {e}")))?;
+        // The first stdout line, for people and for whoever started the process on port 0.
+        let mut stdout = std::io::stdout();
+        let _ = writeln!(stdout, "nodetool-server listening on http://{address}");
+        let _ = stdout.flush();
+        tracing::info!(%address, ?config, "listening");
+        serve(listener, state, shutdown_signal())
+            .await
+            .map_err(|e| ServeError::Failed(format!("serving failed: {e}")))
+    })
+}
+
+/// Structured logs on stderr; `RUST_LOG` filters them (default `info`).
+fn init_logging() {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let _ = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal())
+        .try_init();
+}

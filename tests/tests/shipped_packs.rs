@@ -6,13 +6,15 @@
 use std::collections::BTreeSet;
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
+use nodetool_compiler::{Cache, Compiler, npm_entries};
 use nodetool_discovery::{
     DiscoveredCatalog, DiscoveryOptions, RootKind, SearchRoot, discover_catalog,
 };
 use nodetool_guest::validate::{Severity, validate_graph};
 use nodetool_guest::{Capabilities, Dispatchers, RunLimits, RunOutcome, RunRequest, Sandbox};
-use nodetool_protocol::catalog::{Declaration, ModuleKind, Resolution};
+use nodetool_protocol::catalog::{Declaration, ModuleKind, Resolution, StatusCode, StatusLevel};
 use nodetool_protocol::limits::{AUTHORED_JS_BYTES, SKILL_BYTES};
 use nodetool_protocol::run::{RunError, RunErrorCode};
 use nodetool_protocol::value::Value;
@@ -34,17 +36,44 @@ fn read(relative: &str) -> String {
     fs::read_to_string(&path).unwrap_or_else(|e| panic!("reading {path:?}: {e}"))
 }
 
-fn shipped_catalog() -> DiscoveredCatalog {
-    let roots = [SearchRoot {
+fn shipped_roots() -> [SearchRoot; 1] {
+    [SearchRoot {
         path: workspace().join("packs"),
         kind: RootKind::Shipped,
         label: "shipped".into(),
-    }];
+    }]
+}
+
+/// The compiler's cache with every shipped guest library pack compiled, once per test process
+/// (under the target dir's test scratch space, so later runs are warm hits). Their libraries
+/// come from `npm ci --ignore-scripts --prefix packs`.
+fn shipped_cache() -> &'static Cache {
+    static CACHE: OnceLock<Cache> = OnceLock::new();
+    CACHE.get_or_init(|| {
+        assert!(
+            workspace().join("packs/node_modules/js-yaml").is_dir(),
+            "packs/node_modules is not installed: run `npm ci --ignore-scripts --prefix packs` (the README's setup; .ci/run does it)"
+        );
+        let cache = Cache::new(Path::new(env!("CARGO_TARGET_TMPDIR")).join("shipped-packs-cache"));
+        let compiler = Compiler::new(cache.clone()).unwrap_or_else(|e| panic!("{e}"));
+        for entry in npm_entries(&shipped_roots()) {
+            let report = compiler.compile(&entry.request(), &mut |_| {});
+            assert!(
+                report.code().is_none() && report.store_error.is_none(),
+                "{} did not compile: {report:#?}",
+                entry.specifier
+            );
+        }
+        cache
+    })
+}
+
+fn shipped_catalog() -> DiscoveredCatalog {
     let trusted = BTreeSet::new();
     discover_catalog(
-        &roots,
+        &shipped_roots(),
         &DiscoveryOptions {
-            compiled: &NoCompiledModules,
+            compiled: shipped_cache(),
             trusted_packs: &trusted,
         },
     )
@@ -148,10 +177,31 @@ fn encode_polyline(points: &[(f64, f64)]) -> String {
 #[test]
 fn the_shipped_root_discovers_clean() {
     let catalog = shipped_catalog();
+    // Once compiled, a guest library pack's only status is its `npm-module-compiled` note.
     assert!(
-        catalog.diagnostics().is_empty(),
-        "the shipped packs must produce no diagnostic at all: {:#?}",
+        catalog
+            .diagnostics()
+            .iter()
+            .all(|s| s.code == StatusCode::NpmModuleCompiled && s.status == StatusLevel::Ready),
+        "the shipped packs must produce no diagnostic but compiled notes: {:#?}",
         catalog.diagnostics()
+    );
+    // Before compiling, those packs are pending, and only those.
+    let trusted = BTreeSet::new();
+    let fresh = discover_catalog(
+        &shipped_roots(),
+        &DiscoveryOptions {
+            compiled: &NoCompiledModules,
+            trusted_packs: &trusted,
+        },
+    );
+    assert!(
+        fresh
+            .diagnostics()
+            .iter()
+            .all(|s| s.code == StatusCode::PendingCompile),
+        "{:#?}",
+        fresh.diagnostics()
     );
     for specifier in [GEO, POLYLINE] {
         let summary = catalog
@@ -255,6 +305,82 @@ fn the_geo_skill_documents_every_export() {
 }
 
 /// Every ```js block of the SKILL.md is a body that runs as written.
+/// The `js` code blocks of a SKILL.md, in order.
+fn js_blocks(skill: &str) -> Vec<String> {
+    let mut blocks = Vec::new();
+    let mut current: Option<String> = None;
+    for line in skill.lines() {
+        match (&mut current, line.trim_end()) {
+            (None, "```js") => current = Some(String::new()),
+            (Some(_), "```") => blocks.extend(current.take()),
+            (Some(block), _) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+            (None, _) => {}
+        }
+    }
+    assert!(current.is_none(), "an unclosed code block");
+    blocks
+}
+
+#[test]
+fn every_guest_library_skill_example_runs() {
+    let catalog = shipped_catalog();
+    let entries = npm_entries(&shipped_roots());
+    assert!(entries.len() >= 3, "{entries:#?}");
+    let mut results: std::collections::BTreeMap<String, Vec<Json>> = Default::default();
+    for entry in &entries {
+        let dir = entry.pack_name.trim_start_matches("@nodetool-ai/");
+        let blocks = js_blocks(&read(&format!("packs/@nodetool-ai/{dir}/SKILL.md")));
+        assert!(blocks.len() >= 3, "{dir}: {} examples", blocks.len());
+        let ran = blocks
+            .iter()
+            .map(|b| {
+                run(&catalog, b, Json::Null)
+                    .unwrap_or_else(|e| panic!("{dir}: the example failed: {e:?}\n{b}"))
+            })
+            .collect();
+        results.insert(dir.to_string(), ran);
+    }
+    let at = |pack: &str, i: usize| -> &Json { &results[pack][i] };
+    // Spot checks of what the examples' comments promise.
+    assert_eq!(
+        at("sandbox-yaml", 3),
+        &json!("name: nodetool\nnested:\n  x: 1\ntags:\n  - a\n  - b\n")
+    );
+    assert_eq!(at("sandbox-yaml", 2), &json!([{ "a": 1 }, { "a": 2 }]));
+    assert_eq!(
+        at("sandbox-dates", 1),
+        &json!([
+            "2024-01-31 09:30",
+            "Wednesday 31 January 2024",
+            "31st of Jan"
+        ])
+    );
+    assert_eq!(
+        at("sandbox-markdown", 2),
+        &json!("<strong>bold</strong> text")
+    );
+    assert_eq!(
+        at("sandbox-decimal", 1),
+        &json!({ "total": "0.3", "exact": true, "line": "59.97", "sum": "6.6" })
+    );
+    assert_eq!(at("sandbox-jmespath", 2)["total"], json!(152));
+    assert_eq!(
+        at("sandbox-color", 3),
+        &json!(["#ff0000", "#e8007b", "#ba00c2", "#7a00f4", "#0000ff"])
+    );
+    assert_eq!(
+        at("sandbox-rrule", 1)["text"],
+        json!("every week on Monday, Wednesday for 5 times")
+    );
+    assert_eq!(
+        at("sandbox-stats", 2),
+        &json!({ "quartiles": [4, 4.5, 5.5], "iqr": 1.5 })
+    );
+}
+
 #[test]
 fn every_skill_example_runs() {
     let catalog = shipped_catalog();
@@ -483,6 +609,16 @@ fn example_denied() {
 }
 
 #[test]
+fn example_yaml_round_trips_through_the_compiled_js_yaml() {
+    let catalog = shipped_catalog();
+    let v = ok(&catalog, &read("examples/yaml.js"));
+    assert_eq!(
+        v,
+        json!("service: nodetool\nports:\n  - 80\n  - 443\n  - 8080\nlimits:\n  memory_mb: 64\n")
+    );
+}
+
+#[test]
 fn every_example_is_covered() {
     let dir = workspace().join("examples");
     let mut names: Vec<String> = fs::read_dir(&dir)
@@ -498,7 +634,8 @@ fn every_example_is_covered() {
             "distance.js",
             "inputs.js",
             "route.js",
-            "workflow.json"
+            "workflow.json",
+            "yaml.js"
         ],
         "a new example needs a test here"
     );
@@ -524,7 +661,7 @@ fn example_workflow_validates_with_one_issue_per_broken_node() {
     assert!(
         n2[0]
             .message
-            .contains("Install @nodetool-ai/sandbox-yaml to use it."),
+            .contains("Install @nodetool-ai/sandbox-pdf to use it."),
         "{:?}",
         n2[0]
     );

@@ -14,10 +14,7 @@
 //! abandoning a thread. Arguments are converted host-side and never implicitly.
 
 use std::collections::HashMap;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Condvar, Mutex, PoisonError};
-use std::task::{Context, Poll, Waker};
 use std::time::{Duration, Instant};
 
 use nodetool_protocol::catalog::{FileContent, Resolution, ResolvedKind};
@@ -71,16 +68,19 @@ impl Slots {
         }
     }
 
-    fn acquire(&self) -> SlotGuard<'_> {
+    /// Takes a slot, waiting at most until `deadline`.
+    fn acquire(&self, deadline: Instant) -> Option<SlotGuard<'_>> {
         let mut free = self.free.lock().unwrap_or_else(PoisonError::into_inner);
         while *free == 0 {
+            let left = deadline.checked_duration_since(Instant::now())?;
             free = self
                 .available
-                .wait(free)
-                .unwrap_or_else(PoisonError::into_inner);
+                .wait_timeout(free, left)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
         }
         *free -= 1;
-        SlotGuard(self)
+        Some(SlotGuard(self))
     }
 }
 
@@ -424,7 +424,13 @@ fn convert(
 
 impl Inner {
     /// Runs one call to completion on the calling thread: budgets, instance, call, refund.
-    fn run_call(&self, specifier: &str, alias: &str, args: &[Value]) -> Result<Value, String> {
+    fn run_call(
+        &self,
+        specifier: &str,
+        alias: &str,
+        args: &[Value],
+        deadline: Instant,
+    ) -> Result<Value, String> {
         let Some(declared) = self.modules.get(specifier) else {
             return Err(format!(
                 "\"{specifier}\" is not a WASM sandbox module this run serves"
@@ -450,7 +456,13 @@ impl Inner {
             // The call counts even if it later fails.
             state.calls += 1;
         }
-        let _in_flight = self.budget.in_flight.acquire();
+        let no_slot =
+            || format!("{specifier}: no WASM execution slot became free before the run's deadline");
+        let _in_flight = self
+            .budget
+            .in_flight
+            .acquire(deadline)
+            .ok_or_else(no_slot)?;
         let wall_budget = Duration::from_millis(limits.wall_clock_ms);
         let reserved = {
             let mut state = self
@@ -466,11 +478,15 @@ impl Inner {
                 ));
             }
             // Reserve before running, so two concurrent calls cannot both spend the remainder.
-            let reserved = declared.call_timeout.min(remaining);
+            // A call never runs past the run's own deadline either.
+            let run_left = deadline
+                .saturating_duration_since(Instant::now())
+                .max(Duration::from_millis(1));
+            let reserved = declared.call_timeout.min(remaining).min(run_left);
             state.wall_used += reserved;
             reserved
         };
-        let _executing = self.host.executing.acquire();
+        let _executing = self.host.executing.acquire(deadline).ok_or_else(no_slot)?;
         let started = Instant::now();
         let outcome = self.execute(declared, sig, &params, reserved);
         let elapsed = started.elapsed();
@@ -548,80 +564,23 @@ fn classify(e: &wasmtime::Error) -> CallFailure {
     }
 }
 
-impl WasmDispatcher {
-    /// Runs one call on the calling thread (what the dispatcher's call thread does), for
-    /// callers that are already off the guest's event loop and for measurements.
-    pub fn call_inline(
+impl Dispatcher for WasmDispatcher {
+    /// Runs the call on the caller's thread: a scalar call costs microseconds, far less than
+    /// any hand-off to another thread. The per-call timeout (clamped to the run's deadline) is
+    /// enforced by epoch interruption, so a runaway export still returns promptly, and calls
+    /// from one run are never in flight together (well within the two the budget allows).
+    fn call(
         &self,
         module_key: &str,
         export: &str,
-        args: &[Value],
-    ) -> Result<Value, String> {
-        self.inner.run_call(module_key, export, args)
-    }
-}
-
-impl Dispatcher for WasmDispatcher {
-    fn call(&self, module_key: &str, export: &str, args: Vec<Value>) -> DispatchFuture {
-        // Cheap refusals answer at once; everything else runs on its own thread so the guest's
-        // event loop keeps its deadline while a call runs or waits for a slot.
-        if !self.inner.modules.contains_key(module_key) {
-            let message = format!("\"{module_key}\" is not a WASM sandbox module this run serves");
-            return Box::pin(std::future::ready(Err(DispatchError { message })));
-        }
-        let inner = Arc::clone(&self.inner);
-        let (specifier, alias) = (module_key.to_string(), export.to_string());
-        spawn(move || {
-            inner
-                .run_call(&specifier, &alias, &args)
-                .map_err(|message| DispatchError { message })
-        })
-    }
-}
-
-/// Runs `work` on its own thread and resolves with its answer.
-fn spawn(work: impl FnOnce() -> Result<Value, DispatchError> + Send + 'static) -> DispatchFuture {
-    let slot = Arc::new(Mutex::new(Slot {
-        answer: None,
-        waker: None,
-    }));
-    let worker = Arc::clone(&slot);
-    std::thread::spawn(move || {
-        let answer =
-            std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|_| {
-                Err(DispatchError {
-                    message: "the WASM call failed unexpectedly".into(),
-                })
-            });
-        let mut slot = worker.lock().unwrap_or_else(PoisonError::into_inner);
-        slot.answer = Some(answer);
-        if let Some(waker) = slot.waker.take() {
-            waker.wake();
-        }
-    });
-    Box::pin(Receive { slot })
-}
-
-struct Slot {
-    answer: Option<Result<Value, DispatchError>>,
-    waker: Option<Waker>,
-}
-
-struct Receive {
-    slot: Arc<Mutex<Slot>>,
-}
-
-impl Future for Receive {
-    type Output = Result<Value, DispatchError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
-        match slot.answer.take() {
-            Some(answer) => Poll::Ready(answer),
-            None => {
-                slot.waker = Some(cx.waker().clone());
-                Poll::Pending
-            }
-        }
+        args: Vec<Value>,
+        deadline: Instant,
+    ) -> DispatchFuture {
+        let answer = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+            self.inner.run_call(module_key, export, &args, deadline)
+        }))
+        .unwrap_or_else(|_| Err("the WASM call failed unexpectedly".into()))
+        .map_err(|message| DispatchError { message });
+        Box::pin(std::future::ready(answer))
     }
 }

@@ -11,6 +11,8 @@
 //! * `cargo xtask bench <area>` runs an optimized benchmark (`discovery`) and prints its
 //!   figures. Benchmarks are never part of the test suite: the machines are shared and noisy.
 
+mod server_bench;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 
@@ -30,7 +32,10 @@ fn usage() -> ExitCode {
          bench discovery     discover 200 generated packs; resolution cost at 20 vs 2,000 packs\n  \
          bench guest         one invocation's cost, a js-yaml import, peak memory per run\n  \
          bench wasm          one scalar call: instantiate + call + drop, from Rust and from guest code\n  \
-         bench host          csv, xml, zip, diff from guest code on the reference's inputs"
+         bench server        wrk against a release nodetool-server: runs, a pack import, a module GET, 503s\n  \
+         bench host          csv, xml, zip, diff from guest code on the reference's inputs\n  \
+         bench html          html.select and html.toMarkdown from guest code on the reference's page\n  \
+         bench compile       cold compile of js-yaml, date-fns, marked (vs esbuild with NODETOOL_PEER_BENCH=<dir>); warm cache hit"
     );
     ExitCode::from(2)
 }
@@ -168,14 +173,19 @@ fn ci() -> Result<(), String> {
 }
 
 fn bench(area: &str) -> Result<(), String> {
+    if area == "server" {
+        return server_bench::run(&workspace_root(), cargo);
+    }
     let (package, bench) = match area {
         "discovery" => ("nodetool-discovery", "discovery"),
         "guest" => ("nodetool-guest", "guest"),
         "wasm" => ("nodetool-wasm-host", "wasm"),
         "host" => ("nodetool-host-modules", "host"),
+        "html" => ("nodetool-host-modules", "html"),
+        "compile" => ("nodetool-compiler", "compile"),
         other => {
             return Err(format!(
-                "unknown bench area {other:?} (known: discovery, guest, wasm, host)"
+                "unknown bench area {other:?} (known: discovery, guest, wasm, host, html, compile)"
             ));
         }
     };
@@ -184,7 +194,35 @@ fn bench(area: &str) -> Result<(), String> {
     if area == "guest" {
         command.env("NODETOOL_BENCH_JS_YAML", js_yaml_bundle()?);
     }
+    if area == "compile" {
+        guest_pack_dependencies()?;
+    }
     run(&format!("cargo bench -p {package}"), &mut command)
+}
+
+/// The shipped guest packs' npm dependencies (`npm ci --ignore-scripts --prefix packs`, from the
+/// committed lockfile), installed on first use.
+fn guest_pack_dependencies() -> Result<(), String> {
+    let packs = workspace_root().join("packs");
+    if packs.join("node_modules/.package-lock.json").is_file() {
+        return Ok(());
+    }
+    let status = Command::new("npm")
+        .args([
+            "ci",
+            "--ignore-scripts",
+            "--no-audit",
+            "--no-fund",
+            "--prefix",
+        ])
+        .arg(&packs)
+        .status()
+        .map_err(|e| format!("cannot run npm (needed for the guest packs' dependencies): {e}"))?;
+    if status.success() {
+        Ok(())
+    } else {
+        Err("npm ci --ignore-scripts --prefix packs failed".into())
+    }
 }
 
 /// The js-yaml ESM build the guest bench imports, installed from the npm registry into

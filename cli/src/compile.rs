@@ -1,0 +1,246 @@
+//! `nodetool packs compile` and compile-on-first-use of shipped guest packs in `nodetool run`.
+//!
+//! Both go through `nodetool_compiler`; this module only picks the cache root, the entries and
+//! renders progress (a bar per module on a terminal, one outcome line per module, or one JSON
+//! object).
+
+use std::collections::BTreeSet;
+use std::io::IsTerminal;
+use std::path::PathBuf;
+use std::time::Instant;
+
+use nodetool_compiler::{Cache, Compiler, NpmEntry, Outcome, Report, Stage, npm_entries};
+use nodetool_discovery::{DiscoveredCatalog, SearchRoot};
+use nodetool_frontend::search::PackSources;
+use nodetool_protocol::catalog::StatusCode;
+use nodetool_runtime::SandboxModuleCatalog;
+
+/// The compiler's cache: `$XDG_CACHE_HOME/nodetool/sandbox-modules`, else under
+/// `$HOME/.cache`.
+pub(crate) fn cache() -> Cache {
+    let var = |name: &str| {
+        std::env::var_os(name)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    };
+    let home = var("XDG_CACHE_HOME")
+        .or_else(|| var("HOME").map(|h| h.join(".cache")))
+        .unwrap_or_else(|| PathBuf::from(".cache"));
+    Cache::new(nodetool_compiler::cache_root(&home))
+}
+
+/// Draws one module's progress on stderr when it is a terminal.
+struct Progress {
+    enabled: bool,
+    label: String,
+}
+
+impl Progress {
+    fn new(label: String) -> Progress {
+        Progress {
+            enabled: std::io::stderr().is_terminal(),
+            label,
+        }
+    }
+
+    fn stage(&self, stage: Stage) {
+        if !self.enabled {
+            return;
+        }
+        let done = Stage::ALL.iter().position(|s| *s == stage).unwrap_or(0);
+        let width = 20;
+        let filled = width * done / Stage::ALL.len();
+        err!(
+            "\r\x1b[2K[{}{}] {} {}",
+            "#".repeat(filled),
+            "-".repeat(width - filled),
+            self.label,
+            stage.label()
+        );
+    }
+
+    fn clear(&self) {
+        if self.enabled {
+            err!("\r\x1b[2K");
+        }
+    }
+}
+
+fn compile_one(compiler: &Compiler, entry: &NpmEntry) -> Report {
+    let progress = Progress::new(format!("{} ({})", entry.specifier, entry.npm));
+    let report = compiler.compile(&entry.request(), &mut |stage| progress.stage(stage));
+    progress.clear();
+    report
+}
+
+/// One line for a person: the outcome, the specifier, the npm name, then the size and export
+/// count or the code and message.
+fn outcome_line(entry: &NpmEntry, report: &Report) -> String {
+    let head = format!(
+        "{:<8} {} ({})",
+        report.outcome.as_str(),
+        entry.specifier,
+        entry.npm
+    );
+    match (report.code(), report.message()) {
+        (Some(code), Some(message)) => format!("{head}: {code}: {message}"),
+        _ => {
+            let bytes = report.bytes().unwrap_or(0);
+            format!("{head}: {bytes} bytes, {} exports", report.exports.len())
+        }
+    }
+}
+
+fn warnings(report: &Report) -> &[String] {
+    match &report.module {
+        nodetool_runtime::CompiledNpmModule::Admitted(a) => &a.warnings,
+        nodetool_runtime::CompiledNpmModule::Refused { .. } => &[],
+    }
+}
+
+/// `nodetool packs compile [--json]`: every npm entry on the search path. Returns whether
+/// every module was admitted and stored.
+pub(crate) fn packs_compile(
+    roots: &[SearchRoot],
+    cache: &Cache,
+    json: bool,
+) -> Result<bool, String> {
+    let entries = npm_entries(roots);
+    let compiler = Compiler::new(cache.clone())?;
+    let mut ok = true;
+    let mut modules = Vec::new();
+    for entry in &entries {
+        let report = compile_one(&compiler, entry);
+        ok &= report.outcome != Outcome::Skipped && report.store_error.is_none();
+        if let Some(e) = &report.store_error {
+            errln!(
+                "nodetool: {}: the outcome was not cached: {e}",
+                entry.specifier
+            );
+        }
+        if json {
+            let mut module = serde_json::json!({
+                "packName": entry.pack_name,
+                "specifier": entry.specifier,
+                "npm": entry.npm,
+                "outcome": report.outcome.as_str(),
+            });
+            if let Some(code) = report.code() {
+                module["code"] = serde_json::json!(code);
+            }
+            let message = match report.code() {
+                Some(_) => report.message().map(str::to_string),
+                None => Some(warnings(&report).join("; ")).filter(|w| !w.is_empty()),
+            };
+            if let Some(message) = message {
+                module["message"] = serde_json::json!(message);
+            }
+            if let Some(bytes) = report.bytes() {
+                module["bytes"] = serde_json::json!(bytes);
+                module["exports"] = serde_json::json!(report.exports);
+            }
+            modules.push(module);
+        } else {
+            outln!("{}", outcome_line(entry, &report));
+            for w in warnings(&report) {
+                outln!("         warning: {w}");
+            }
+        }
+    }
+    if json {
+        outln!("{}", serde_json::json!({ "modules": modules }));
+    } else if entries.is_empty() {
+        outln!("no npm modules on the pack search path");
+    }
+    Ok(ok)
+}
+
+/// Compiles the shipped guest packs `code` imports that are not compiled yet (progress on
+/// stderr). Returns whether anything was compiled, so the caller discovers again.
+pub(crate) fn first_use(
+    code: &str,
+    catalog: &DiscoveredCatalog,
+    roots: &[SearchRoot],
+    cache: &Cache,
+) -> bool {
+    let Ok(imports) = nodetool_guest::body_imports(code) else {
+        return false;
+    };
+    let imported: BTreeSet<&str> = imports.iter().map(|i| i.specifier.as_str()).collect();
+    let pending: BTreeSet<&str> = catalog
+        .diagnostics()
+        .iter()
+        .filter(|s| s.code == StatusCode::PendingCompile)
+        .filter_map(|s| s.specifier.as_deref())
+        .filter(|s| imported.contains(s))
+        .collect();
+    if pending.is_empty() {
+        return false;
+    }
+    let entries: Vec<NpmEntry> = npm_entries(roots)
+        .into_iter()
+        .filter(|e| e.shipped && pending.contains(e.specifier.as_str()))
+        .collect();
+    if entries.is_empty() {
+        return false;
+    }
+    let compiler = match Compiler::new(cache.clone()) {
+        Ok(c) => c,
+        Err(e) => {
+            errln!("nodetool: {e}");
+            return false;
+        }
+    };
+    let mut compiled = false;
+    for entry in &entries {
+        errln!(
+            "compiling {} ({}) on first use; `nodetool packs compile` does this ahead of time",
+            entry.specifier,
+            entry.npm
+        );
+        let started = Instant::now();
+        let report = compile_one(&compiler, entry);
+        match (&report.store_error, report.code()) {
+            (Some(e), _) => errln!(
+                "nodetool: {}: the outcome was not cached: {e}",
+                entry.specifier
+            ),
+            (None, Some(_)) => errln!("{}", outcome_line(entry, &report)),
+            (None, None) => {
+                compiled = true;
+                errln!(
+                    "{} in {} ms",
+                    outcome_line(entry, &report),
+                    started.elapsed().as_millis()
+                );
+            }
+        }
+        // A refusal is stored too, so the catalog now names its code instead of pending.
+        compiled |= report.store_error.is_none();
+    }
+    compiled
+}
+
+/// What `nodetool run` needs to compile on first use and discover again.
+pub(crate) struct FirstUse<'a> {
+    pub sources: &'a PackSources,
+    pub trusted: &'a BTreeSet<String>,
+    pub cache: &'a Cache,
+}
+
+impl FirstUse<'_> {
+    /// The catalog discovered again after compiling what `code` needs, or `None` when nothing
+    /// was compiled (or the search path can no longer be read: the run then reports what the
+    /// first catalog says).
+    pub(crate) fn catalog_for(
+        &self,
+        code: &str,
+        catalog: &DiscoveredCatalog,
+    ) -> Option<DiscoveredCatalog> {
+        let roots = self.sources.roots().ok()?;
+        if !first_use(code, catalog, &roots, self.cache) {
+            return None;
+        }
+        self.sources.discover(self.trusted, self.cache).ok()
+    }
+}

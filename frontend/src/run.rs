@@ -1,0 +1,194 @@
+//! One body's run end to end: its static imports resolved through the catalog, the
+//! dispatchers its facades need, the guest run, and the import located when the guest could
+//! not place an import error.
+
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
+
+use nodetool_guest::{
+    CancelToken, Capabilities, Dispatchers, RunLimits, RunOutcome, RunRequest, Sandbox,
+    body_imports,
+};
+use nodetool_protocol::catalog::{Declaration, Resolution, ResolvedKind};
+use nodetool_protocol::run::{RunError, RunErrorCode};
+use nodetool_protocol::value::Value;
+use nodetool_runtime::SandboxModuleCatalog;
+use nodetool_runtime::dispatch::Dispatcher;
+use nodetool_wasm_host::WasmHost;
+
+/// The engines a front end runs bodies with: the guest sandbox (whose bytecode cache of pack
+/// modules lives as long as this value) and the WASM host, started on the first run that
+/// declares a WASM module and shared by every run after it. One per process; `Sync`, so a
+/// server's runs share it.
+#[derive(Default)]
+pub struct Engines {
+    sandbox: Sandbox,
+    wasm: OnceLock<Result<Arc<WasmHost>, String>>,
+}
+
+/// One body to run.
+pub struct BodyRun<'a> {
+    /// The Code node body.
+    pub code: &'a str,
+    /// The `inputs` object.
+    pub inputs: &'a Value,
+    /// The run's limits.
+    pub limits: RunLimits,
+    /// What the run is granted.
+    pub capabilities: Capabilities,
+    /// Cancellation from the front end (a client that went away, a shutdown).
+    pub cancel: Option<CancelToken>,
+}
+
+impl Engines {
+    /// Engines with empty caches; the WASM host starts on first use.
+    pub fn new() -> Self {
+        Engines::default()
+    }
+
+    /// The dispatchers the resolution's facades need: the host-module dispatcher (which
+    /// re-checks every host id against the registry pin) and, only when a WASM module is
+    /// declared, the WASM host's (compiling and re-validating each binary before first use).
+    pub fn dispatchers(&self, resolution: &Resolution) -> Result<Dispatchers, RunError> {
+        let host = nodetool_host_modules::HostDispatcher::for_resolution(resolution)
+            .map_err(|e| RunError::new(RunErrorCode::HostModuleError, e.0))?
+            .map(|d| d as Arc<dyn Dispatcher>);
+        let declares_wasm = resolution
+            .modules
+            .iter()
+            .any(|m| matches!(m.kind, ResolvedKind::Wasm { .. }));
+        let wasm = if declares_wasm {
+            let engine = self
+                .wasm
+                .get_or_init(|| WasmHost::new().map_err(|e| e.0))
+                .as_ref()
+                .map_err(|e| RunError::new(RunErrorCode::WasmError, e.clone()))?;
+            engine
+                .dispatcher_for(resolution)
+                .map_err(|e| RunError::new(RunErrorCode::WasmError, e.0))?
+                .map(|d| d as Arc<dyn Dispatcher>)
+        } else {
+            None
+        };
+        Ok(Dispatchers { host, wasm })
+    }
+
+    /// Runs a body whose imports are already resolved (a CodeAct action checked against its
+    /// session allowlist) on the calling thread.
+    pub fn run_resolved(&self, resolution: &Resolution, body: BodyRun<'_>) -> RunOutcome {
+        let dispatchers = match self.dispatchers(resolution) {
+            Ok(d) => d,
+            Err(error) => return failed(error),
+        };
+        self.sandbox.run(RunRequest {
+            code: body.code,
+            resolution,
+            inputs: body.inputs,
+            limits: body.limits,
+            capabilities: body.capabilities,
+            dispatchers,
+            cancel: body.cancel,
+        })
+    }
+
+    /// Runs a Code node body on the calling thread: its static imports are its declaration,
+    /// resolved through `catalog`. An import error the guest could not place is located in the
+    /// body.
+    pub fn run_body(&self, catalog: &dyn SandboxModuleCatalog, body: BodyRun<'_>) -> RunOutcome {
+        let code = body.code;
+        let mut outcome = match resolve_body(code, catalog) {
+            Err(error) => failed(error),
+            Ok(resolution) => self.run_resolved(&resolution, body),
+        };
+        outcome.result = outcome.result.map_err(|e| locate_import(e, code));
+        outcome
+    }
+}
+
+/// An outcome that ended before the guest started.
+fn failed(error: RunError) -> RunOutcome {
+    RunOutcome {
+        result: Err(error),
+        logs: Vec::new(),
+        duration: Duration::ZERO,
+    }
+}
+
+/// The body's static imports resolved through the catalog (their errors end the run in the
+/// guest with `module-not-found` / `module-unavailable`), or its syntax error.
+pub fn resolve_body(
+    code: &str,
+    catalog: &dyn SandboxModuleCatalog,
+) -> Result<Resolution, RunError> {
+    let imports = body_imports(code).map_err(|e| RunError {
+        line: Some(e.line),
+        column: Some(e.column),
+        ..RunError::new(RunErrorCode::SyntaxError, e.message)
+    })?;
+    // Only sandbox-specifier-shaped imports are declarations; anything else (`node:fs`, a path,
+    // a URL) is left for the loader to refuse by name.
+    let declarations: Vec<Declaration> = imports
+        .into_iter()
+        .filter(|i| nodetool_protocol::names::is_specifier(&i.specifier))
+        .map(|i| Declaration::of(i.specifier))
+        .collect();
+    Ok(catalog.resolve_for_execution(&declarations))
+}
+
+/// Fills in where an import-related error's specifier is imported, when the guest could not.
+pub fn locate_import(mut error: RunError, code: &str) -> RunError {
+    if error.line.is_none()
+        && let Some(import) = error.specifier.as_deref().and_then(|s| {
+            body_imports(code)
+                .ok()?
+                .into_iter()
+                .find(|i| i.specifier == s)
+        })
+    {
+        error.line = Some(import.line);
+        error.column = Some(import.column);
+    }
+    error
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use nodetool_runtime::EmptyCatalog;
+
+    fn body(code: &str) -> BodyRun<'_> {
+        static EMPTY: Value = Value::Object(Vec::new());
+        BodyRun {
+            code,
+            inputs: &EMPTY,
+            limits: RunLimits::STANDARD,
+            capabilities: Capabilities::default(),
+            cancel: None,
+        }
+    }
+
+    #[test]
+    fn a_missing_import_is_located_in_the_body() {
+        let outcome = Engines::new().run_body(
+            &EmptyCatalog,
+            body("const x = 1;\nimport { a } from \"@acme/missing\";\nreturn a;"),
+        );
+        let error = outcome.result.err().unwrap_or_else(|| panic!("must fail"));
+        assert_eq!(error.code, RunErrorCode::ModuleNotFound);
+        assert_eq!(error.line, Some(2));
+    }
+
+    #[test]
+    fn a_syntax_error_never_reaches_the_guest() {
+        let outcome = Engines::new().run_body(&EmptyCatalog, body("return (;"));
+        let error = outcome.result.err().unwrap_or_else(|| panic!("must fail"));
+        assert_eq!(error.code, RunErrorCode::SyntaxError);
+        assert!(error.line.is_some());
+    }
+
+    #[test]
+    fn a_trivial_body_runs() {
+        let outcome = Engines::new().run_body(&EmptyCatalog, body("return 1 + 1;"));
+        assert_eq!(outcome.result, Ok(Value::Number(2.0)));
+    }
+}

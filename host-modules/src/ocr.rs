@@ -1,0 +1,384 @@
+//! `ocr`: text recognition with Tesseract, the system library (Debian's `libtesseract`), through
+//! `tesseract-plumbing`'s safe wrapper.
+//!
+//! The reference ran tesseract.js on the host and kept its contract: `recognize(imageBytes,
+//! {language = "eng"})` answers `{text, confidence, words: [{text, confidence, bbox: {x, y,
+//! width, height}}]}`, the language is validated against
+//! `^[a-z_]{3,}(\+[a-z_]{3,})*$` (case-insensitive), and a page of more than
+//! [`MAX_OCR_WORDS`] words is refused.
+//!
+//! Untrusted bytes never reach a C decoder: the image is decoded in Rust (the `image` crate:
+//! PNG, JPEG, GIF, BMP, TIFF, WebP, PNM), its size checked from the header before any pixel is
+//! allocated ([`MAX_OCR_PIXELS`], [`MAX_OCR_SIDE`]), flattened onto white and handed to
+//! Tesseract as 8-bit grey pixels. Language data comes from the system (`tesseract-ocr-eng`
+//! and friends); nothing is downloaded. Each call loads its own engine (about 70 ms for
+//! English) and drops it: an engine kept past the call would be reported by Tesseract as a
+//! leak when the process exits, on every `nodetool run`.
+
+use std::collections::HashSet;
+use std::ffi::CString;
+use std::io::Cursor;
+use std::sync::{Mutex, PoisonError};
+
+use image::{DynamicImage, ImageDecoder, ImageReader, Limits};
+use nodetool_protocol::value::Value;
+use tesseract_plumbing::TessBaseApi;
+
+use crate::limits::{js_string, option, options_of, require_bytes};
+
+/// Words one call reports.
+pub const MAX_OCR_WORDS: usize = 20_000;
+/// Pixels an image may have (an A4 page scanned at 600 dpi is 35 million).
+pub const MAX_OCR_PIXELS: u64 = 40_000_000;
+/// Pixels an image may have on either side.
+pub const MAX_OCR_SIDE: u32 = 32_767;
+
+/// Bytes the decoder may allocate (the largest image at 16 bits per RGBA channel, plus slack).
+const MAX_DECODE_ALLOC: u64 = MAX_OCR_PIXELS * 8 + 64 * 1024 * 1024;
+
+const AT: &str = "ocr.recognize";
+
+/// Single languages Tesseract has loaded in this process.
+static LOADED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
+
+/// `recognize(imageBytes, {language = "eng"})` -> `{text, confidence, words}`.
+pub fn recognize(args: &[Value]) -> Result<Value, String> {
+    let bytes = require_bytes(AT, args.first(), "image")?;
+    let options = options_of(args.get(1));
+    let language = option(options, "language").map_or_else(|| "eng".to_string(), js_string);
+    let language = match language.trim() {
+        "" => "eng".to_string(),
+        l => l.to_string(),
+    };
+    if !is_language_code(&language) {
+        return Err(format!(
+            "{AT}: \"{language}\" is not a Tesseract language code (e.g. \"eng\", \"eng+deu\")"
+        ));
+    }
+    let language = language.to_ascii_lowercase();
+    let (pixels, width, height) = decode(bytes)?;
+    let mut engine = engine_for(&language)?;
+    read(&mut engine, &pixels, width, height)
+}
+
+/// `^[a-z_]{3,}(\+[a-z_]{3,})*$`, case-insensitive.
+fn is_language_code(language: &str) -> bool {
+    language
+        .split('+')
+        .all(|part| part.len() >= 3 && part.bytes().all(|b| b.is_ascii_alphabetic() || b == b'_'))
+}
+
+/// The image as 8-bit grey on white, with its width and height.
+fn decode(bytes: &[u8]) -> Result<(Vec<u8>, u32, u32), String> {
+    let not_decoded = |why: String| format!("{AT}: the image could not be decoded ({why})");
+    let mut reader = ImageReader::new(Cursor::new(bytes))
+        .with_guessed_format()
+        .map_err(|e| not_decoded(e.to_string()))?;
+    if reader.format().is_none() {
+        return Err(not_decoded(
+            "it is not a PNG, JPEG, GIF, BMP, TIFF, WebP or PNM image".into(),
+        ));
+    }
+    let mut limits = Limits::default();
+    limits.max_image_width = Some(MAX_OCR_SIDE);
+    limits.max_image_height = Some(MAX_OCR_SIDE);
+    limits.max_alloc = Some(MAX_DECODE_ALLOC);
+    reader.limits(limits);
+    let decoder = reader
+        .into_decoder()
+        .map_err(|e| not_decoded(e.to_string()))?;
+    let (width, height) = decoder.dimensions();
+    let pixels = u64::from(width) * u64::from(height);
+    if pixels > MAX_OCR_PIXELS || width > MAX_OCR_SIDE || height > MAX_OCR_SIDE {
+        return Err(format!(
+            "{AT}: the image is {width}x{height} pixels, over the {MAX_OCR_PIXELS} pixel limit ({MAX_OCR_SIDE} on a side)"
+        ));
+    }
+    if pixels == 0 {
+        return Err(format!(
+            "{AT}: the image is empty ({width}x{height} pixels)"
+        ));
+    }
+    let image = DynamicImage::from_decoder(decoder).map_err(|e| not_decoded(e.to_string()))?;
+    let grey = if image.color().has_alpha() {
+        // Transparent pixels read as white paper, not as black ink.
+        image
+            .to_luma_alpha8()
+            .pixels()
+            .map(|p| {
+                let [luma, alpha] = p.0;
+                let (luma, alpha) = (u32::from(luma), u32::from(alpha));
+                ((luma * alpha + 255 * (255 - alpha) + 127) / 255) as u8
+            })
+            .collect()
+    } else {
+        image.to_luma8().into_raw()
+    };
+    Ok((grey, width, height))
+}
+
+/// An engine for `language`. Each language of a `+` combination is first checked to load on
+/// its own (once per process), since Tesseract skips one that does not and carries on.
+fn engine_for(language: &str) -> Result<TessBaseApi, String> {
+    if language.contains('+') {
+        for part in language.split('+') {
+            let known = LOADED
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .as_ref()
+                .is_some_and(|loaded| loaded.contains(part));
+            if !known {
+                new_engine(part)?;
+            }
+        }
+    }
+    new_engine(language)
+}
+
+fn new_engine(language: &str) -> Result<TessBaseApi, String> {
+    let missing = || {
+        format!(
+            "{AT}: Tesseract has no language data for \"{language}\" on this host (Debian: apt-get install tesseract-ocr-{})",
+            language.replace('_', "-")
+        )
+    };
+    let code = CString::new(language).map_err(|_| missing())?;
+    let mut engine = TessBaseApi::create();
+    engine.init_2(None, Some(&code)).map_err(|_| missing())?;
+    if !language.contains('+') {
+        LOADED
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get_or_insert_with(HashSet::new)
+            .insert(language.to_string());
+    }
+    Ok(engine)
+}
+
+/// Recognizes one grey image.
+fn read(engine: &mut TessBaseApi, pixels: &[u8], width: u32, height: u32) -> Result<Value, String> {
+    let failed = |what: &str| format!("{AT}: Tesseract could not {what}");
+    let (w, h) = (
+        i32::try_from(width).map_err(|_| failed("take an image this wide"))?,
+        i32::try_from(height).map_err(|_| failed("take an image this tall"))?,
+    );
+    engine
+        .set_image(pixels, w, h, 1, w)
+        .map_err(|e| failed(&format!("take the image ({e})")))?;
+    engine.recognize().map_err(|_| failed("read the image"))?;
+    let text = engine
+        .get_utf8_text()
+        .map_err(|_| failed("return the text"))?
+        .as_ref()
+        .to_string_lossy()
+        .into_owned();
+    let confidence = engine.mean_text_conf();
+    let tsv = engine
+        .get_tsv_text(0)
+        .map_err(|_| failed("return the words"))?
+        .as_ref()
+        .to_string_lossy()
+        .into_owned();
+    let words = words_of(&tsv)?;
+    Ok(Value::Object(vec![
+        ("text".into(), Value::String(text)),
+        ("confidence".into(), Value::Number(f64::from(confidence))),
+        ("words".into(), Value::Array(words)),
+    ]))
+}
+
+/// The words of Tesseract's TSV (level 5 rows: `level page block par line word left top width
+/// height conf text`).
+fn words_of(tsv: &str) -> Result<Vec<Value>, String> {
+    let rows: Vec<[&str; 12]> = tsv
+        .lines()
+        .filter_map(|line| {
+            let mut fields = line.split('\t');
+            let row: [&str; 12] = std::array::from_fn(|_| fields.next().unwrap_or_default());
+            (row[0] == "5" && fields.next().is_none() && !row[11].trim().is_empty()).then_some(row)
+        })
+        .collect();
+    if rows.len() > MAX_OCR_WORDS {
+        return Err(format!(
+            "{AT}: {} words exceeds the {MAX_OCR_WORDS} word limit",
+            rows.len()
+        ));
+    }
+    let number = |s: &str| s.trim().parse::<f64>().unwrap_or(0.0);
+    Ok(rows
+        .into_iter()
+        .map(|[_, _, _, _, _, _, left, top, width, height, conf, text]| {
+            Value::Object(vec![
+                ("text".into(), Value::String(text.to_string())),
+                ("confidence".into(), Value::Number(number(conf).max(0.0))),
+                (
+                    "bbox".into(),
+                    Value::Object(vec![
+                        ("x".into(), Value::Number(number(left))),
+                        ("y".into(), Value::Number(number(top))),
+                        ("width".into(), Value::Number(number(width))),
+                        ("height".into(), Value::Number(number(height))),
+                    ]),
+                ),
+            ])
+        })
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn call(bytes: Vec<u8>, language: Option<&str>) -> Result<Value, String> {
+        let mut args = vec![Value::Bytes(bytes)];
+        if let Some(l) = language {
+            args.push(Value::Object(vec![(
+                "language".into(),
+                Value::String(l.into()),
+            )]));
+        }
+        recognize(&args)
+    }
+
+    fn png(width: u32, height: u32) -> Vec<u8> {
+        let image = image::GrayImage::from_pixel(width, height, image::Luma([255]));
+        let mut out = Cursor::new(Vec::new());
+        image
+            .write_to(&mut out, image::ImageFormat::Png)
+            .unwrap_or_else(|e| panic!("{e}"));
+        out.into_inner()
+    }
+
+    #[test]
+    fn languages_are_validated() {
+        for bad in ["en", "eng+", "eng+de", "e-n-g", "../eng", "eng deu"] {
+            assert_eq!(
+                call(png(8, 8), Some(bad)),
+                Err(format!(
+                    "ocr.recognize: \"{bad}\" is not a Tesseract language code (e.g. \"eng\", \"eng+deu\")"
+                )),
+                "{bad}"
+            );
+        }
+        for good in ["eng", "ENG", "eng+deu", "chi_sim"] {
+            assert!(is_language_code(good), "{good}");
+        }
+    }
+
+    #[test]
+    fn bytes_that_are_not_an_image_are_a_clear_error() {
+        let e = call(b"hello, not an image".to_vec(), None).err();
+        assert_eq!(
+            e.as_deref(),
+            Some(
+                "ocr.recognize: the image could not be decoded (it is not a PNG, JPEG, GIF, BMP, TIFF, WebP or PNM image)"
+            )
+        );
+        // A PNG signature with a broken body.
+        let mut broken = png(8, 8);
+        broken.truncate(40);
+        let e = call(broken, None).err().unwrap_or_default();
+        assert!(
+            e.starts_with("ocr.recognize: the image could not be decoded ("),
+            "{e}"
+        );
+        assert_eq!(
+            recognize(&[Value::String("x".into())]).err().as_deref(),
+            Some(
+                "ocr.recognize: image must be a Uint8Array (e.g. from workspace.readBytes or response.bytes())"
+            )
+        );
+    }
+
+    #[test]
+    fn the_pixel_cap_is_checked_before_decoding() {
+        // A valid header claiming 30000x30000 over a tiny body: refused from the header.
+        let mut header = Vec::new();
+        header.extend_from_slice(b"\x89PNG\r\n\x1a\n");
+        let mut ihdr = Vec::new();
+        ihdr.extend_from_slice(b"IHDR");
+        ihdr.extend_from_slice(&30_000u32.to_be_bytes());
+        ihdr.extend_from_slice(&30_000u32.to_be_bytes());
+        ihdr.extend_from_slice(&[8, 0, 0, 0, 0]);
+        header.extend_from_slice(&13u32.to_be_bytes());
+        header.extend_from_slice(&ihdr);
+        header.extend_from_slice(&crc32(&ihdr).to_be_bytes());
+        for chunk in [&b"IDAT"[..], &b"IEND"[..]] {
+            header.extend_from_slice(&0u32.to_be_bytes());
+            header.extend_from_slice(chunk);
+            header.extend_from_slice(&crc32(chunk).to_be_bytes());
+        }
+        let e = call(header, None).err().unwrap_or_default();
+        assert_eq!(
+            e,
+            "ocr.recognize: the image is 30000x30000 pixels, over the 40000000 pixel limit (32767 on a side)"
+        );
+    }
+
+    #[test]
+    fn a_blank_page_has_no_words() {
+        let out = call(png(200, 80), None).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(out.get("words"), Some(&Value::Array(vec![])));
+        assert!(matches!(out.get("text"), Some(Value::String(t)) if t.trim().is_empty()));
+    }
+
+    #[test]
+    fn an_unknown_language_is_named() {
+        let e = call(png(8, 8), Some("zzz")).err().unwrap_or_default();
+        assert_eq!(
+            e,
+            "ocr.recognize: Tesseract has no language data for \"zzz\" on this host (Debian: apt-get install tesseract-ocr-zzz)"
+        );
+        let e = call(png(8, 8), Some("eng+zzz")).err().unwrap_or_default();
+        assert!(e.contains("no language data for \"zzz\""), "{e}");
+    }
+
+    #[test]
+    fn tsv_rows_become_words() {
+        let tsv = "level\tpage_num\tblock_num\tpar_num\tline_num\tword_num\tleft\ttop\twidth\theight\tconf\ttext\n\
+                   1\t1\t0\t0\t0\t0\t0\t0\t100\t50\t-1\t\n\
+                   5\t1\t1\t1\t1\t1\t10\t12\t40\t20\t96.5\tHello\n\
+                   5\t1\t1\t1\t1\t2\t55\t12\t45\t20\t91\tworld\n";
+        let words = words_of(tsv).unwrap_or_else(|e| panic!("{e}"));
+        assert_eq!(words.len(), 2);
+        assert_eq!(
+            words[0],
+            Value::Object(vec![
+                ("text".into(), Value::String("Hello".into())),
+                ("confidence".into(), Value::Number(96.5)),
+                (
+                    "bbox".into(),
+                    Value::Object(vec![
+                        ("x".into(), Value::Number(10.0)),
+                        ("y".into(), Value::Number(12.0)),
+                        ("width".into(), Value::Number(40.0)),
+                        ("height".into(), Value::Number(20.0)),
+                    ])
+                ),
+            ])
+        );
+        let many: String = (0..MAX_OCR_WORDS + 2)
+            .map(|i| format!("5\t1\t1\t1\t1\t{i}\t0\t0\t1\t1\t90\tw\n"))
+            .collect();
+        assert_eq!(
+            words_of(&many).err().as_deref(),
+            Some("ocr.recognize: 20002 words exceeds the 20000 word limit")
+        );
+    }
+
+    /// The CRC-32 PNG chunks carry.
+    fn crc32(bytes: &[u8]) -> u32 {
+        let mut crc = 0xffff_ffffu32;
+        for &b in bytes {
+            crc ^= u32::from(b);
+            for _ in 0..8 {
+                crc = if crc & 1 == 1 {
+                    (crc >> 1) ^ 0xedb8_8320
+                } else {
+                    crc >> 1
+                };
+            }
+        }
+        !crc
+    }
+}

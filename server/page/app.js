@@ -1,0 +1,297 @@
+// The Packages page. Plain JavaScript, no build step. Everything a pack supplies (names,
+// descriptions, diagnostics, SKILL.md) is untrusted text: it reaches the DOM only through
+// textContent, never as markup.
+"use strict";
+
+/** Creates an element with attributes and children (strings become text nodes). */
+function el(tag, attributes, ...children) {
+  const node = document.createElement(tag);
+  for (const [name, value] of Object.entries(attributes || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === "className") node.className = value;
+    else node.setAttribute(name, String(value));
+  }
+  for (const child of children.flat()) {
+    if (child === undefined || child === null || child === false) continue;
+    node.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return node;
+}
+
+async function getJson(url, options) {
+  const response = await fetch(url, options);
+  let body = null;
+  try {
+    body = await response.json();
+  } catch (_) {
+    body = null;
+  }
+  return { status: response.status, body, retryAfter: response.headers.get("retry-after") };
+}
+
+// ---------------------------------------------------------------- SKILL.md, rendered safely
+
+/** Inline markdown: `code`, **strong**, *emphasis*, and https links. */
+function inline(text) {
+  const out = [];
+  const pattern = /(`[^`]+`)|(\*\*[^*]+\*\*)|(\*[^*\s][^*]*\*)|(\[[^\]]+\]\(https:\/\/[^)\s]+\))/g;
+  let last = 0;
+  for (const match of text.matchAll(pattern)) {
+    if (match.index > last) out.push(text.slice(last, match.index));
+    const token = match[0];
+    if (match[1]) out.push(el("code", {}, token.slice(1, -1)));
+    else if (match[2]) out.push(el("strong", {}, token.slice(2, -2)));
+    else if (match[3]) out.push(el("em", {}, token.slice(1, -1)));
+    else {
+      const close = token.indexOf("](");
+      out.push(el("a", { href: token.slice(close + 2, -1), rel: "noopener noreferrer", target: "_blank" },
+        token.slice(1, close)));
+    }
+    last = match.index + token.length;
+  }
+  if (last < text.length) out.push(text.slice(last));
+  return out;
+}
+
+/** A small, safe markdown renderer: headings, fenced code, lists, paragraphs. */
+function renderMarkdown(text) {
+  const root = el("div", { className: "markdown" });
+  const lines = text.replace(/\r\n?/g, "\n").split("\n");
+  let paragraph = [];
+  let list = null;
+  const flush = () => {
+    if (paragraph.length) root.append(el("p", {}, inline(paragraph.join(" "))));
+    paragraph = [];
+    list = null;
+  };
+  for (let i = 0; i < lines.length; i++) {
+    const line = lines[i];
+    const fence = line.match(/^\s*(```+|~~~+)\s*([\w-]*)\s*$/);
+    if (fence) {
+      flush();
+      const body = [];
+      for (i++; i < lines.length && !lines[i].trim().startsWith(fence[1]); i++) body.push(lines[i]);
+      root.append(el("pre", {}, el("code", { "data-lang": fence[2] || null }, body.join("\n"))));
+      continue;
+    }
+    const heading = line.match(/^(#{1,6})\s+(.*)$/);
+    if (heading) {
+      flush();
+      const level = Math.min(6, heading[1].length + 2);
+      root.append(el("h" + level, {}, inline(heading[2])));
+      continue;
+    }
+    const item = line.match(/^\s*(?:[-*+]|(\d+)[.)])\s+(.*)$/);
+    if (item) {
+      if (paragraph.length) {
+        root.append(el("p", {}, inline(paragraph.join(" "))));
+        paragraph = [];
+      }
+      const tag = item[1] ? "ol" : "ul";
+      if (!list || list.tagName.toLowerCase() !== tag) {
+        list = el(tag, {});
+        root.append(list);
+      }
+      list.append(el("li", {}, inline(item[2])));
+      continue;
+    }
+    if (line.trim() === "") {
+      flush();
+      continue;
+    }
+    if (list && /^\s{2,}\S/.test(line) && list.lastChild) {
+      list.lastChild.append(" ", ...inline(line.trim()));
+      continue;
+    }
+    list = null;
+    paragraph.push(line.trim());
+  }
+  flush();
+  return root;
+}
+
+// ---------------------------------------------------------------- the pack list
+
+function moduleTable(modules) {
+  if (!modules.length) return el("p", { className: "muted" }, "No importable module.");
+  return el("table", { className: "modules" },
+    el("thead", {}, el("tr", {}, el("th", {}, "Specifier"), el("th", {}, "Kind"), el("th", {}, "What it does"))),
+    el("tbody", {}, modules.map((m) => el("tr", { "data-specifier": m.specifier },
+      el("td", {}, el("code", {}, m.specifier)),
+      el("td", {}, el("span", { className: "kind kind-" + m.kind }, m.kind)),
+      el("td", {}, m.description || "")))));
+}
+
+function diagnosticList(diagnostics) {
+  if (!diagnostics.length) return null;
+  return el("ul", { className: "diagnostics" }, diagnostics.map((d) =>
+    el("li", { className: "diagnostic level-" + d.status, "data-code": d.code },
+      el("div", {}, el("span", { className: "level" }, d.status), " ", el("code", {}, d.code),
+        d.specifier ? [" ", el("code", { className: "muted" }, d.specifier)] : null),
+      el("div", { className: "message" }, d.message),
+      el("div", { className: "advice" }, el("strong", {}, "What to do: "), d.advice))));
+}
+
+function docsPanel(pack) {
+  if (!pack.hasDocs) return el("p", { className: "muted" }, "This pack has no valid SKILL.md.");
+  const details = el("details", { className: "docs" }, el("summary", {}, "SKILL.md"));
+  let loaded = false;
+  details.addEventListener("toggle", async () => {
+    if (!details.open || loaded) return;
+    loaded = true;
+    const holder = el("div", {}, el("p", { className: "muted" }, "Loading…"));
+    details.append(holder);
+    const { status, body } = await getJson("/api/packs/" + encodeURIComponent(pack.name) + "/docs");
+    holder.replaceChildren();
+    if (status !== 200 || !body) {
+      holder.append(el("p", { className: "error" }, (body && body.detail) || "The docs could not be loaded."));
+      return;
+    }
+    holder.append(
+      el("p", { className: body.trusted ? "trust trusted" : "trust untrusted" },
+        body.trusted ? "Trusted pack: agents read these docs as an ordinary skill."
+          : "Untrusted pack: agents read these docs only as untrusted reference data."),
+      renderMarkdown(body.skill.body));
+  });
+  return details;
+}
+
+function packCard(pack) {
+  return el("article", { className: "pack", "data-pack": pack.name, "data-mode": pack.mode },
+    el("header", {},
+      el("h2", {}, pack.name, pack.version ? el("span", { className: "version" }, " " + pack.version) : null),
+      el("span", { className: "mode mode-" + pack.mode, title: pack.modeSentence }, pack.mode)),
+    el("p", { className: "mode-sentence muted" }, pack.modeSentence),
+    moduleTable(pack.modules),
+    diagnosticList(pack.diagnostics),
+    docsPanel(pack));
+}
+
+async function loadPacks() {
+  const section = document.getElementById("packs");
+  section.setAttribute("aria-busy", "true");
+  const { status, body } = await getJson("/api/packs");
+  section.replaceChildren();
+  if (status !== 200 || !body) {
+    section.append(el("p", { className: "error" }, (body && body.detail) || "The packs could not be loaded."));
+  } else {
+    document.getElementById("consent").textContent = body.consent;
+    if (!body.packs.length) section.append(el("p", { className: "muted" }, "No sandbox pack is installed."));
+    for (const pack of body.packs) section.append(packCard(pack));
+  }
+  section.setAttribute("aria-busy", "false");
+  section.dataset.loaded = String(Date.now());
+}
+
+async function reload() {
+  const status = document.getElementById("reload-status");
+  status.textContent = "Reloading…";
+  const answer = await getJson("/api/packs/reload", { method: "POST" });
+  if (answer.status === 200) {
+    status.textContent = `Reloaded: ${answer.body.modules} module(s), ${answer.body.diagnostics} diagnostic(s).`;
+    await loadPacks();
+  } else {
+    status.textContent = (answer.body && answer.body.detail) || `Reload failed (${answer.status}).`;
+  }
+}
+
+// ---------------------------------------------------------------- the playground
+
+/** The body with the error's line marked and a caret under its column. */
+function sourceWithMark(code, line, column) {
+  const lines = code.replace(/\r\n?/g, "\n").split("\n");
+  const from = Math.max(1, line - 3);
+  const to = Math.min(lines.length, line + 2);
+  const width = String(to).length;
+  const rows = [];
+  for (let n = from; n <= to; n++) {
+    const text = lines[n - 1] ?? "";
+    const row = el("div", { className: n === line ? "line marked" : "line", "data-line": n },
+      el("span", { className: "gutter" }, String(n).padStart(width, " ")), " ", text);
+    rows.push(row);
+    if (n === line && column) {
+      rows.push(el("div", { className: "line caret" },
+        el("span", { className: "gutter" }, " ".repeat(width)), " ",
+        text.slice(0, column - 1).replace(/[^\t]/g, " ") + "^"));
+    }
+  }
+  return el("pre", { className: "source" }, rows);
+}
+
+function logList(logs) {
+  if (!logs || !logs.length) return null;
+  return el("div", { className: "logs" }, el("h3", {}, "Logs"),
+    el("ul", {}, logs.map((l) => el("li", { className: "log log-" + l.level },
+      el("span", { className: "level" }, l.level), " ", l.message))));
+}
+
+function showOutcome(code, answer) {
+  const outcome = document.getElementById("outcome");
+  const show = (state, ...parts) => {
+    outcome.dataset.state = state;
+    // Optional parts (no logs, no position) are null and left out.
+    outcome.replaceChildren(...parts.filter((p) => p !== null && p !== undefined));
+  };
+  const { status, body } = answer;
+  if (status === 503) {
+    show("busy", el("p", { className: "error" },
+      `The server is busy; retry in ${answer.retryAfter || "a few"} second(s).`));
+    return;
+  }
+  if (status !== 200 || !body) {
+    show("rejected", el("p", { className: "error" }, (body && body.detail) || `The run was refused (${status}).`));
+    return;
+  }
+  if (body.ok) {
+    const text = typeof body.result === "string" ? body.result : JSON.stringify(body.result, null, 2);
+    show("ok",
+      el("h3", {}, "Result ", el("span", { className: "muted" }, `(${body.durationMs} ms)`)),
+      el("pre", { id: "result", className: "result" }, text === undefined ? "undefined" : text),
+      logList(body.logs));
+    return;
+  }
+  const error = body.error;
+  show("error",
+    el("h3", {}, "Error"),
+    el("p", { id: "error", className: "error" }, el("code", {}, error.code), ": ", error.message,
+      error.line ? ` (line ${error.line}${error.column ? `, column ${error.column}` : ""})` : ""),
+    error.line ? sourceWithMark(code, error.line, error.column) : null,
+    logList(body.logs));
+}
+
+async function run() {
+  const code = document.getElementById("code").value;
+  const status = document.getElementById("run-status");
+  let input;
+  try {
+    input = JSON.parse(document.getElementById("input").value || "{}");
+  } catch (e) {
+    status.textContent = "inputs is not valid JSON: " + e.message;
+    return;
+  }
+  status.textContent = "Running…";
+  const button = document.getElementById("run");
+  button.disabled = true;
+  try {
+    const answer = await getJson("/api/run", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ code, input }),
+    });
+    showOutcome(code, answer);
+    status.textContent = "";
+  } catch (e) {
+    status.textContent = "The server could not be reached: " + e.message;
+  } finally {
+    button.disabled = false;
+  }
+}
+
+document.addEventListener("DOMContentLoaded", () => {
+  document.getElementById("reload").addEventListener("click", reload);
+  document.getElementById("run").addEventListener("click", run);
+  document.getElementById("code").addEventListener("keydown", (event) => {
+    if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) run();
+  });
+  loadPacks();
+});

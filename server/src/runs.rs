@@ -1,0 +1,199 @@
+//! Work that executes: `POST /api/run`, `POST /api/validate` and
+//! `POST /api/host-modules/{id}/{export}`. Each is admitted through the run gate (a bounded
+//! number at once, `503` beyond the queue) and executes off the async reactor.
+
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::body::Bytes;
+use axum::extract::rejection::BytesRejection;
+use axum::extract::{Path, State};
+use nodetool_frontend::answers;
+use nodetool_frontend::run::BodyRun;
+use nodetool_guest::{CancelToken, Capabilities, RunLimits};
+use nodetool_host_modules::HostDispatcher;
+use nodetool_protocol::catalog::{Declaration, ModuleKind, ResolvedKind};
+use nodetool_protocol::host::host_module;
+use nodetool_protocol::value::Value;
+use nodetool_runtime::dispatch::Dispatcher;
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value as JsonValue, json};
+
+use crate::AppState;
+use crate::error::ApiError;
+
+/// `POST /api/run`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct RunBody {
+    /// The Code node body.
+    code: String,
+    /// The `inputs` object (any JSON; `{"$bytes": ...}` decodes to bytes).
+    #[serde(default)]
+    input: Option<JsonValue>,
+    /// The deadline in milliseconds (1 to the standard 30,000).
+    #[serde(default)]
+    timeout_ms: Option<u64>,
+}
+
+/// `POST /api/validate`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ValidateBody {
+    /// The workflow graph (`{"nodes": [...]}`, or a document with a `graph` object).
+    graph: JsonValue,
+}
+
+/// `POST /api/host-modules/{id}/{export}`.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct HostCallBody {
+    /// The arguments, as JSON with `{"$bytes": ...}` for bytes.
+    #[serde(default)]
+    args: Vec<JsonValue>,
+}
+
+/// Parses a JSON request body read under the size cap.
+fn parse<T: DeserializeOwned>(
+    body: Result<Bytes, BytesRejection>,
+    cap: usize,
+) -> Result<T, ApiError> {
+    let bytes = body.map_err(|rejection| ApiError::from_body(&rejection, cap))?;
+    serde_json::from_slice(&bytes).map_err(|e| {
+        ApiError::BadRequest(format!(
+            "the request body is not what the route expects: {e}"
+        ))
+    })
+}
+
+/// Cancels a run whose request went away before it finished (a client that disconnected).
+struct CancelOnDrop(Option<CancelToken>);
+
+impl Drop for CancelOnDrop {
+    fn drop(&mut self) {
+        if let Some(token) = self.0.take() {
+            token.cancel();
+        }
+    }
+}
+
+/// The run route: the same JSON as `nodetool run --json`, status 200 whether the run
+/// succeeded or failed (the request did not).
+pub async fn run(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<JsonValue>, ApiError> {
+    let request: RunBody = parse(body, state.config().max_request_bytes)?;
+    let mut limits = RunLimits::STANDARD;
+    if let Some(ms) = request.timeout_ms {
+        let max = RunLimits::STANDARD.timeout.as_millis();
+        if ms == 0 || u128::from(ms) > max {
+            return Err(ApiError::BadRequest(format!(
+                "timeoutMs must be between 1 and {max}"
+            )));
+        }
+        limits.timeout = Duration::from_millis(ms);
+    }
+    let inputs = request
+        .input
+        .map_or(Value::Object(Vec::new()), Value::from_json);
+    let admitted = state.gate().admit().await.map_err(|_| ApiError::Busy)?;
+    tracing::debug!("run admitted");
+    // The snapshot is taken once the run is admitted: it is the catalog the run started with,
+    // whatever a reload swaps in while it executes.
+    let catalog = state.catalog();
+    let engines = state.engines();
+    let cancel = CancelToken::new();
+    let mut guard = CancelOnDrop(Some(cancel.clone()));
+    let outcome = tokio::task::spawn_blocking(move || {
+        let _admitted = admitted;
+        engines.run_body(
+            catalog.as_ref(),
+            BodyRun {
+                code: &request.code,
+                inputs: &inputs,
+                limits,
+                capabilities: Capabilities::default(),
+                cancel: Some(cancel),
+            },
+        )
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("a run panicked: {e}")))?;
+    guard.0 = None;
+    Ok(Json(answers::run_json(&outcome)))
+}
+
+/// The validate route: the same JSON as `nodetool validate --json`.
+pub async fn validate(
+    State(state): State<AppState>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<JsonValue>, ApiError> {
+    let request: ValidateBody = parse(body, state.config().max_request_bytes)?;
+    let admitted = state.gate().admit().await.map_err(|_| ApiError::Busy)?;
+    let catalog = state.catalog();
+    let issues = tokio::task::spawn_blocking(move || {
+        let _admitted = admitted;
+        nodetool_guest::validate::validate_graph(&request.graph, catalog.as_ref())
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("a validation panicked: {e}")))?
+    .map_err(|e| ApiError::BadRequest(e.0))?;
+    Ok(Json(answers::validate_json(&issues)))
+}
+
+/// The host-module route for the browser runner: one call of `<id>.<export>` through the
+/// host dispatcher, with its checks, limits and messages. The id must be a host module
+/// NodeTool implements and an installed pack (its pinned one) must serve it.
+pub async fn host_call(
+    State(state): State<AppState>,
+    Path((id, export)): Path<(String, String)>,
+    body: Result<Bytes, BytesRejection>,
+) -> Result<Json<JsonValue>, ApiError> {
+    let request: HostCallBody = parse(body, state.config().max_request_bytes)?;
+    let Some(spec) = host_module(&id) else {
+        return Err(ApiError::NotFound(format!(
+            "\"{id}\" is not a host module NodeTool implements"
+        )));
+    };
+    // The module as this server's catalog serves it: a host entry of the pinned pack whose id
+    // is this one. The dispatcher then repeats the registry checks on the resolution.
+    let catalog = state.catalog();
+    let specifiers: Vec<Declaration> = catalog
+        .summaries()
+        .iter()
+        .filter(|s| s.kind == ModuleKind::Host && s.pack_name == spec.pack_name)
+        .map(|s| Declaration::of(s.specifier.clone()))
+        .collect();
+    let mut resolution = catalog.resolve_for_execution(&specifiers);
+    resolution
+        .modules
+        .retain(|m| matches!(&m.kind, ResolvedKind::Host { host_id } if *host_id == id));
+    resolution.statuses.clear();
+    let Some(specifier) = resolution.modules.first().map(|m| m.specifier.clone()) else {
+        return Err(ApiError::NotFound(format!(
+            "host module \"{id}\" is not available: its pack {} is not installed",
+            spec.pack_name
+        )));
+    };
+    if !spec.exports.contains(&export.as_str()) {
+        return Err(ApiError::NotFound(format!(
+            "{specifier} has no export named {export:?}"
+        )));
+    }
+    let dispatcher = HostDispatcher::for_resolution(&resolution)
+        .map_err(|e| ApiError::Internal(e.0))?
+        .ok_or_else(|| ApiError::Internal(format!("no dispatcher for {specifier}")))?;
+    let args: Vec<Value> = request.args.into_iter().map(Value::from_json).collect();
+    let admitted = state.gate().admit().await.map_err(|_| ApiError::Busy)?;
+    // The dispatcher runs the implementation on its own thread; the permit is held until it
+    // answers.
+    let deadline = Instant::now() + RunLimits::STANDARD.timeout;
+    let answer = dispatcher.call(&specifier, &export, args, deadline).await;
+    drop(admitted);
+    match answer {
+        Ok(value) => Ok(Json(json!({ "result": value.to_json() }))),
+        Err(e) => Err(ApiError::Unprocessable(e.message)),
+    }
+}

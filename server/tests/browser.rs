@@ -1,0 +1,341 @@
+//! The Packages page in a real headless Chromium (Debian's `chromium`, which `.ci/run`
+//! installs), driven over the DevTools protocol: load the page, see the packs, read a pack's
+//! SKILL.md, run a body that imports a pack and read its result, run a failing body and see its
+//! line marked. Screenshots (the viewport) go to `<target>/tmp/screenshots/`.
+//!
+//! Without a Chromium on the machine the test says so and passes, except under CI (`CI` set),
+//! where a missing browser is a failure.
+
+mod support;
+
+use std::net::TcpStream;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+use support::{ServerProcess, World, must};
+use tungstenite::{Message, WebSocket};
+
+/// `NODETOOL_CHROMIUM`, else `chromium` or `chromium-browser` on `PATH`.
+fn find_chromium() -> Option<PathBuf> {
+    if let Some(path) = std::env::var_os("NODETOOL_CHROMIUM") {
+        return Some(PathBuf::from(path));
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
+        .find(|candidate| candidate.is_file())
+}
+
+/// A headless Chromium with its DevTools endpoint; killed on drop.
+struct Browser {
+    child: Child,
+    _profile: tempfile::TempDir,
+    cdp: Cdp,
+}
+
+impl Browser {
+    fn launch(binary: &Path) -> Browser {
+        let profile = must(tempfile::tempdir(), "create a browser profile dir");
+        let child = must(
+            Command::new(binary)
+                .args([
+                    "--headless=new",
+                    "--no-sandbox",
+                    "--disable-gpu",
+                    "--disable-dev-shm-usage",
+                    "--no-first-run",
+                    "--no-default-browser-check",
+                    "--disable-extensions",
+                    "--remote-debugging-port=0",
+                    "--window-size=1280,900",
+                ])
+                .arg(format!("--user-data-dir={}", profile.path().display()))
+                .arg("about:blank")
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn(),
+            "start chromium",
+        );
+        // Chromium writes the port and the browser endpoint's path here once it listens.
+        let active = profile.path().join("DevToolsActivePort");
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let (port, path) = loop {
+            if let Ok(text) = std::fs::read_to_string(&active) {
+                let mut lines = text.lines();
+                if let (Some(port), Some(path)) = (lines.next(), lines.next()) {
+                    break (port.trim().to_string(), path.trim().to_string());
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "chromium never opened its DevTools port"
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        };
+        let cdp = Cdp::connect(&format!("127.0.0.1:{port}"), &path);
+        Browser {
+            child,
+            _profile: profile,
+            cdp,
+        }
+    }
+}
+
+impl Drop for Browser {
+    fn drop(&mut self) {
+        let _ = self.cdp.call("Browser.close", json!({}));
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A minimal DevTools protocol client: one WebSocket to the browser, one flattened session to
+/// the page.
+struct Cdp {
+    socket: WebSocket<TcpStream>,
+    next_id: u64,
+    session: Option<String>,
+}
+
+impl Cdp {
+    fn connect(address: &str, path: &str) -> Cdp {
+        let stream = must(TcpStream::connect(address), "connect to DevTools");
+        must(
+            stream.set_read_timeout(Some(Duration::from_secs(60))),
+            "set a read timeout",
+        );
+        let url = format!("ws://{address}{path}");
+        let (socket, _) = tungstenite::client(url.as_str(), stream)
+            .unwrap_or_else(|e| panic!("DevTools handshake: {e}"));
+        Cdp {
+            socket,
+            next_id: 0,
+            session: None,
+        }
+    }
+
+    /// Sends one command (to the page session once attached) and waits for its answer,
+    /// skipping events.
+    fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
+        self.next_id += 1;
+        let id = self.next_id;
+        let mut message = json!({ "id": id, "method": method, "params": params });
+        if let Some(session) = &self.session
+            && !method.starts_with("Browser.")
+            && !method.starts_with("Target.")
+        {
+            message["sessionId"] = json!(session);
+        }
+        self.socket
+            .send(Message::text(message.to_string()))
+            .map_err(|e| format!("{method}: send: {e}"))?;
+        loop {
+            let frame = self
+                .socket
+                .read()
+                .map_err(|e| format!("{method}: read: {e}"))?;
+            let Message::Text(text) = frame else { continue };
+            let answer: Value =
+                serde_json::from_str(text.as_str()).map_err(|e| format!("{method}: {e}"))?;
+            if answer["id"] != json!(id) {
+                continue;
+            }
+            if let Some(error) = answer.get("error") {
+                return Err(format!("{method}: {error}"));
+            }
+            return Ok(answer["result"].clone());
+        }
+    }
+
+    fn must(&mut self, method: &str, params: Value) -> Value {
+        self.call(method, params)
+            .unwrap_or_else(|e| panic!("DevTools: {e}"))
+    }
+
+    /// Opens a page and attaches to it.
+    fn open_page(&mut self) {
+        let target = self.must("Target.createTarget", json!({ "url": "about:blank" }));
+        let target_id = target["targetId"].clone();
+        let attached = self.must(
+            "Target.attachToTarget",
+            json!({ "targetId": target_id, "flatten": true }),
+        );
+        self.session = attached["sessionId"].as_str().map(str::to_string);
+        assert!(self.session.is_some(), "no session: {attached}");
+        self.must("Page.enable", json!({}));
+        self.must(
+            "Emulation.setDeviceMetricsOverride",
+            json!({ "width": 1280, "height": 1000, "deviceScaleFactor": 1, "mobile": false }),
+        );
+    }
+
+    /// Evaluates an expression in the page and returns its value.
+    fn eval(&mut self, expression: &str) -> Value {
+        let answer = self.must(
+            "Runtime.evaluate",
+            json!({ "expression": expression, "returnByValue": true, "awaitPromise": true }),
+        );
+        if let Some(exception) = answer.get("exceptionDetails") {
+            panic!("{expression} threw: {exception}");
+        }
+        answer["result"]["value"].clone()
+    }
+
+    /// Evaluates until the value is truthy (not null, false, 0 or "").
+    fn wait_for(&mut self, what: &str, expression: &str) -> Value {
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let value = self.eval(expression);
+            let truthy = !matches!(&value, Value::Null | Value::Bool(false))
+                && value != json!(0)
+                && value != json!("");
+            if truthy {
+                return value;
+            }
+            assert!(Instant::now() < deadline, "timed out waiting for {what}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn screenshot(&mut self, name: &str) -> PathBuf {
+        let shot = self.must("Page.captureScreenshot", json!({ "format": "png" }));
+        let bytes = must(
+            base64::engine::general_purpose::STANDARD.decode(shot["data"].as_str().unwrap_or("")),
+            "decode the screenshot",
+        );
+        assert!(bytes.starts_with(b"\x89PNG"), "not a PNG");
+        let dir = Path::new(env!("CARGO_TARGET_TMPDIR")).join("screenshots");
+        must(std::fs::create_dir_all(&dir), "create the screenshot dir");
+        let path = dir.join(name);
+        must(std::fs::write(&path, bytes), "write a screenshot");
+        eprintln!("screenshot: {}", path.display());
+        path
+    }
+}
+
+/// A JavaScript string literal of `text`.
+fn js(text: &str) -> String {
+    serde_json::to_string(text).unwrap_or_default()
+}
+
+#[test]
+fn the_packages_page_shows_the_packs_and_runs_a_body_in_chromium() {
+    let Some(chromium) = find_chromium() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must provide chromium (.ci/run installs it)"
+        );
+        eprintln!(
+            "skipped: no chromium on this machine (set NODETOOL_CHROMIUM or install chromium)"
+        );
+        return;
+    };
+    let world = World::shipped_packs();
+    world.trust(&["@nodetool-ai/sandbox-geo"]);
+    let server = ServerProcess::start(&world, &[]);
+    let mut browser = Browser::launch(&chromium);
+    let cdp = &mut browser.cdp;
+    cdp.open_page();
+    cdp.must("Page.navigate", json!({ "url": server.url("/") }));
+
+    // The packs.
+    let count = cdp.wait_for(
+        "the pack list",
+        "document.querySelector('#packs')?.dataset.loaded ? document.querySelectorAll('article.pack').length : 0",
+    );
+    assert!(count.as_u64().is_some_and(|n| n >= 6), "{count}");
+    let geo = cdp.eval(
+        r#"(() => {
+            const card = document.querySelector('article.pack[data-pack="@nodetool-ai/sandbox-geo"]');
+            if (!card) return null;
+            return {
+                mode: card.dataset.mode,
+                modules: [...card.querySelectorAll('tr[data-specifier]')].map((r) => r.dataset.specifier),
+                consent: document.getElementById('consent').textContent,
+            };
+        })()"#,
+    );
+    assert_eq!(geo["mode"], json!("trusted"), "{geo}");
+    assert_eq!(
+        geo["modules"],
+        json!([
+            "@nodetool-ai/sandbox-geo",
+            "@nodetool-ai/sandbox-geo/polyline"
+        ])
+    );
+    assert_eq!(geo["consent"], json!(nodetool_server::CONSENT));
+
+    cdp.screenshot("packages-top.png");
+
+    // Its SKILL.md, rendered.
+    cdp.eval(
+        r#"document.querySelector('article.pack[data-pack="@nodetool-ai/sandbox-geo"] details.docs').open = true"#,
+    );
+    let heading = cdp.wait_for(
+        "the rendered SKILL.md",
+        r#"[...document.querySelectorAll('article.pack[data-pack="@nodetool-ai/sandbox-geo"] .markdown h4')].map((h) => h.textContent).join('\n')"#,
+    );
+    assert!(
+        heading.as_str().is_some_and(|h| h.contains("haversine")),
+        "{heading}"
+    );
+    cdp.eval(
+        r#"document.querySelector('article.pack[data-pack="@nodetool-ai/sandbox-geo"]').scrollIntoView()"#,
+    );
+    cdp.screenshot("packages.png");
+
+    // A body that imports a pack.
+    let body = "import { haversine } from \"@nodetool-ai/sandbox-geo\";\nconsole.log(\"measuring\");\nreturn { km: Math.round(haversine(inputs.a, inputs.b) * 10) / 10 };";
+    let input = r#"{"a": {"lat": 48.8566, "lon": 2.3522}, "b": {"lat": 51.5074, "lon": -0.1278}}"#;
+    cdp.eval(&format!(
+        "document.getElementById('code').value = {}; document.getElementById('input').value = {}; document.getElementById('run').click(); true",
+        js(body),
+        js(input)
+    ));
+    let state = cdp.wait_for(
+        "the run's outcome",
+        "document.getElementById('outcome').dataset.state || ''",
+    );
+    assert_eq!(
+        state,
+        json!("ok"),
+        "{}",
+        cdp.eval("document.getElementById('outcome').textContent")
+    );
+    let result = cdp.eval("document.getElementById('result').textContent");
+    let result: Value = must(
+        serde_json::from_str(result.as_str().unwrap_or("")),
+        "the result is JSON",
+    );
+    assert_eq!(result, json!({ "km": 343.6 }));
+    let logs =
+        cdp.eval("[...document.querySelectorAll('#outcome .log')].map((l) => l.textContent)");
+    assert_eq!(logs, json!(["log measuring"]));
+    cdp.screenshot("run-result.png");
+
+    // A failing body: the error, with its line marked.
+    cdp.eval(&format!(
+        "document.getElementById('outcome').dataset.state = ''; document.getElementById('code').value = {}; document.getElementById('input').value = '{{}}'; document.getElementById('run').click(); true",
+        js("const a = 1;\nconst b = a.missing.deeper;\nreturn b;")
+    ));
+    let state = cdp.wait_for(
+        "the failed run's outcome",
+        "document.getElementById('outcome').dataset.state || ''",
+    );
+    assert_eq!(state, json!("error"));
+    let marked = cdp.eval(
+        "(() => { const m = document.querySelector('#outcome .line.marked'); return m && { line: m.dataset.line, text: m.textContent, error: document.getElementById('error').textContent }; })()",
+    );
+    assert_eq!(marked["line"], json!("2"), "{marked}");
+    assert!(
+        marked["error"]
+            .as_str()
+            .is_some_and(|e| e.starts_with("runtime-error")),
+        "{marked}"
+    );
+    cdp.screenshot("run-error.png");
+}

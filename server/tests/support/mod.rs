@@ -1,0 +1,325 @@
+//! What the server's tests share: isolated worlds of fixture packs, in-process requests, and
+//! a `nodetool-server` process on a free loopback port.
+
+#![allow(dead_code)]
+
+use std::fmt::Display;
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+
+use axum::body::Body;
+use axum::http::{HeaderMap, Method, Request, StatusCode};
+use nodetool_frontend::search::{Environment, PackSources, RootLabels};
+use nodetool_runtime::NoCompiledModules;
+use nodetool_server::{AppState, CatalogSource, Discovery, ServerConfig};
+use tempfile::TempDir;
+use tower::ServiceExt;
+
+/// Unwraps with a message naming what failed (the workspace lints forbid `unwrap`).
+pub fn must<T, E: Display>(result: Result<T, E>, what: &str) -> T {
+    result.unwrap_or_else(|e| panic!("{what}: {e}"))
+}
+
+/// The repo root.
+pub fn repo() -> PathBuf {
+    must(
+        std::fs::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("..")),
+        "canonicalize the repo root",
+    )
+}
+
+/// The fixture pack roots.
+pub fn fixtures() -> PathBuf {
+    repo().join("tests/fixtures/packs")
+}
+
+/// Copies a directory tree (regular files and directories only).
+pub fn copy_dir(from: &Path, to: &Path) {
+    must(std::fs::create_dir_all(to), "create a copy target");
+    for entry in must(std::fs::read_dir(from), "read a directory to copy") {
+        let entry = must(entry, "read a directory entry");
+        let target = to.join(entry.file_name());
+        if must(entry.file_type(), "stat an entry").is_dir() {
+            copy_dir(&entry.path(), &target);
+        } else {
+            must(std::fs::copy(entry.path(), &target), "copy a file");
+        }
+    }
+}
+
+/// A small configuration for tests: two runs at once, four waiting, 1 MiB bodies.
+pub fn test_config() -> ServerConfig {
+    ServerConfig {
+        max_running: 2,
+        max_queued: 4,
+        max_request_bytes: 1024 * 1024,
+    }
+}
+
+/// One isolated world: a config dir (the allowlist), a writable pack root, and a shipped root.
+pub struct World {
+    pub tmp: TempDir,
+    /// A writable installed root (searched first).
+    pub root: PathBuf,
+    /// Further `--packs` roots after `root`.
+    pub more_roots: Vec<PathBuf>,
+    /// The shipped root.
+    pub shipped: PathBuf,
+}
+
+impl World {
+    /// The fixture world: `installed-a`, `installed-b` and `shipped` from the fixtures, plus an
+    /// empty writable root in front.
+    pub fn fixtures() -> World {
+        let world = World::empty();
+        World {
+            more_roots: vec![
+                fixtures().join("installed-a"),
+                fixtures().join("installed-b"),
+            ],
+            shipped: fixtures().join("shipped"),
+            ..world
+        }
+    }
+
+    /// Only a writable root (empty) and an empty shipped root.
+    pub fn empty() -> World {
+        let tmp = must(tempfile::tempdir(), "create a temp dir");
+        let root = tmp.path().join("root");
+        let shipped = tmp.path().join("shipped");
+        for dir in [&root, &shipped, &tmp.path().join("config")] {
+            must(std::fs::create_dir_all(dir), "create a world dir");
+        }
+        World {
+            tmp,
+            root,
+            more_roots: Vec::new(),
+            shipped,
+        }
+    }
+
+    /// The repo's shipped packs as the shipped root.
+    pub fn shipped_packs() -> World {
+        World {
+            shipped: repo().join("packs"),
+            ..World::empty()
+        }
+    }
+
+    /// Copies the fixture pack `name` (`@fixture/geo`) from `installed-a` into the writable root.
+    pub fn install_fixture(&self, name: &str) {
+        copy_dir(
+            &fixtures().join("installed-a").join(name),
+            &self.root.join(name),
+        );
+    }
+
+    /// Writes the operator allowlist.
+    pub fn trust(&self, names: &[&str]) {
+        let dir = self.tmp.path().join("config/nodetool");
+        must(std::fs::create_dir_all(&dir), "create the config dir");
+        must(
+            std::fs::write(
+                dir.join("packs.json"),
+                serde_json::json!({ "allowed": names }).to_string(),
+            ),
+            "write the allowlist",
+        );
+    }
+
+    pub fn sources(&self) -> PackSources {
+        let mut explicit = vec![self.root.clone()];
+        explicit.extend(self.more_roots.iter().cloned());
+        PackSources {
+            explicit,
+            env: Environment {
+                xdg_config_home: Some(self.tmp.path().join("config")),
+                xdg_data_home: Some(self.tmp.path().join("data")),
+                shipped: Some(self.shipped.clone()),
+                ..Environment::default()
+            },
+            labels: RootLabels::Opaque,
+        }
+    }
+
+    /// The production catalog source over this world.
+    pub fn source(&self) -> Arc<dyn CatalogSource> {
+        Arc::new(Discovery {
+            sources: self.sources(),
+            compiled: Arc::new(NoCompiledModules),
+        })
+    }
+
+    pub fn state(&self, config: ServerConfig) -> AppState {
+        must(
+            AppState::new(config, self.source()),
+            "build the server state",
+        )
+    }
+
+    /// Every path a leak check looks for.
+    pub fn paths(&self) -> Vec<String> {
+        vec![
+            self.tmp.path().display().to_string(),
+            fixtures().display().to_string(),
+            repo().display().to_string(),
+        ]
+    }
+}
+
+/// One answer, read whole.
+pub struct Answer {
+    pub status: StatusCode,
+    pub headers: HeaderMap,
+    pub body: Vec<u8>,
+}
+
+impl Answer {
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+    }
+
+    pub fn text(&self) -> String {
+        String::from_utf8_lossy(&self.body).into_owned()
+    }
+
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers.get(name).and_then(|v| v.to_str().ok())
+    }
+
+    /// Fails when the body names any of `paths`.
+    pub fn assert_no_path(&self, paths: &[String]) {
+        let text = self.text();
+        for path in paths {
+            assert!(!text.contains(path.as_str()), "a path leaked: {text}");
+        }
+        for (name, value) in &self.headers {
+            let value = String::from_utf8_lossy(value.as_bytes());
+            for path in paths {
+                assert!(
+                    !value.contains(path.as_str()),
+                    "a path leaked in {name}: {value}"
+                );
+            }
+        }
+    }
+}
+
+/// Sends one request through the router in-process.
+pub async fn send(
+    state: &AppState,
+    method: Method,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Body>,
+) -> Answer {
+    let mut request = Request::builder().method(method).uri(uri);
+    for (name, value) in headers {
+        request = request.header(*name, *value);
+    }
+    let request = must(request.body(body.into()), "build a request");
+    let response = must(
+        nodetool_server::router(state.clone())
+            .oneshot(request)
+            .await,
+        "route a request",
+    );
+    let status = response.status();
+    let headers = response.headers().clone();
+    let body = must(
+        axum::body::to_bytes(response.into_body(), usize::MAX).await,
+        "read a response body",
+    );
+    Answer {
+        status,
+        headers,
+        body: body.to_vec(),
+    }
+}
+
+pub async fn get(state: &AppState, uri: &str) -> Answer {
+    send(state, Method::GET, uri, &[], Body::empty()).await
+}
+
+pub async fn post_json(state: &AppState, uri: &str, json: &serde_json::Value) -> Answer {
+    send(
+        state,
+        Method::POST,
+        uri,
+        &[("content-type", "application/json")],
+        json.to_string(),
+    )
+    .await
+}
+
+/// A `nodetool-server` process on a free loopback port (`--port 0`; the address is its first
+/// stdout line). Killed on drop if still running.
+pub struct ServerProcess {
+    pub child: Child,
+    pub base: String,
+}
+
+impl ServerProcess {
+    pub fn start(world: &World, extra: &[&str]) -> ServerProcess {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_nodetool-server"));
+        command
+            .args(["--host", "127.0.0.1", "--port", "0", "--packs"])
+            .arg(&world.root)
+            .args(extra)
+            .env_clear()
+            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+            .env("HOME", world.tmp.path().join("home"))
+            .env("XDG_CONFIG_HOME", world.tmp.path().join("config"))
+            .env("XDG_DATA_HOME", world.tmp.path().join("data"))
+            .env("XDG_CACHE_HOME", world.tmp.path().join("cache"))
+            .env("NODETOOL_SHIPPED_PACKS_DIR", &world.shipped)
+            .env("RUST_LOG", "info,nodetool_server=debug")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        for root in &world.more_roots {
+            command.arg("--packs").arg(root);
+        }
+        let mut child = must(command.spawn(), "start nodetool-server");
+        let stdout = child
+            .stdout
+            .take()
+            .unwrap_or_else(|| panic!("no stdout pipe"));
+        let mut line = String::new();
+        must(
+            BufReader::new(stdout).read_line(&mut line),
+            "read the listening line",
+        );
+        let base = line
+            .trim()
+            .strip_prefix("nodetool-server listening on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_string();
+        ServerProcess { child, base }
+    }
+
+    pub fn url(&self, path: &str) -> String {
+        format!("{}{path}", self.base)
+    }
+
+    /// Sends SIGTERM.
+    pub fn terminate(&self) {
+        let status = must(
+            Command::new("kill")
+                .args(["-TERM", &self.child.id().to_string()])
+                .status(),
+            "run kill",
+        );
+        assert!(status.success(), "kill -TERM failed");
+    }
+}
+
+impl Drop for ServerProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
