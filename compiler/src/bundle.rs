@@ -23,7 +23,7 @@ use oxc::parser::Parser;
 use oxc::span::SourceType;
 use rolldown::{
     Bundler, BundlerOptions, CodeSplittingMode, CommentsOptions, InputItem, LegalComments,
-    ModuleType, OutputFormat, Platform, ResolveOptions,
+    ModuleType, OutputFormat, Platform, ResolveOptions, TsConfig,
 };
 use rolldown_common::{Output, ResolvedExternal};
 use rolldown_error::{BuildDiagnostic, DiagnosticOptions, EventKind, Severity};
@@ -359,6 +359,9 @@ fn bundle_once(
             jsdoc: false,
         }),
         legal_comments: Some(LegalComments::None),
+        // No tsconfig.json lookup per file: a package's sources are JavaScript, and every file
+        // that decides the output must be one the cache key records.
+        tsconfig: Some(TsConfig::Auto(false)),
         ..BundlerOptions::default()
     };
     let diagnostic_options = DiagnosticOptions {
