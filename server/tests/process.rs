@@ -140,6 +140,9 @@ fn a_server_process_serves_runs_and_modules_then_shuts_down_gracefully() {
 
     // SIGTERM while a run is in flight: the run finishes and is answered, then the process
     // exits 0.
+    // Only log lines from here on count: the earlier run was admitted too, and its line must
+    // not be mistaken for this one's (that race sent SIGTERM before this request connected).
+    seen.clear();
     let base = server.base.clone();
     let in_flight = std::thread::spawn(move || {
         let response = agent()
