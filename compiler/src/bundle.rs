@@ -25,7 +25,7 @@ use rolldown::{
     Bundler, BundlerOptions, CodeSplittingMode, CommentsOptions, InputItem, LegalComments,
     ModuleType, OutputFormat, Platform, ResolveOptions, TsConfig,
 };
-use rolldown_common::{Output, ResolvedExternal};
+use rolldown_common::{ExportsKind, Output, ResolvedExternal};
 use rolldown_error::{BuildDiagnostic, DiagnosticOptions, EventKind, Severity};
 use rolldown_plugin::{
     HookLoadArgs, HookLoadOutput, HookLoadReturn, HookResolveIdArgs, HookResolveIdOutput,
@@ -101,7 +101,19 @@ impl NpmPlugin {
         // let a MISSING_EXPORT failure fall back to named exports only.
         let has_default = match ctx.resolve(&self.npm, Some(&self.entry_id), None).await {
             Ok(Ok(resolved)) if !resolved.external.is_external() => {
-                module_has_default(Path::new(resolved.id.as_str()))
+                // Have rolldown load (and parse) the package's entry now and read its exports,
+                // rather than parsing it a second time here.
+                let id = resolved.id.as_str();
+                let loaded = ctx
+                    .load(id, resolved.side_effects, resolved.module_def_format)
+                    .await;
+                match (loaded, ctx.get_module_info(id)) {
+                    (Ok(()), Some(info)) => {
+                        info.input_format != ExportsKind::Esm
+                            || info.exports.iter().any(|e| e.as_str() == "default")
+                    }
+                    _ => module_has_default(Path::new(id)),
+                }
             }
             _ => true,
         };
