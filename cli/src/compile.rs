@@ -98,6 +98,68 @@ fn warnings(report: &Report) -> &[String] {
     }
 }
 
+/// Compiles `entries` in order, each with its progress bar, telling `done` about each as it
+/// finishes; a cache write that failed is reported on stderr.
+pub(crate) fn compile_entries(
+    entries: Vec<NpmEntry>,
+    cache: &Cache,
+    done: &mut dyn FnMut(&NpmEntry, &Report),
+) -> Result<Vec<(NpmEntry, Report)>, String> {
+    let compiler = Compiler::new(cache.clone())?;
+    Ok(entries
+        .into_iter()
+        .map(|entry| {
+            let report = compile_one(&compiler, &entry);
+            if let Some(e) = &report.store_error {
+                errln!(
+                    "nodetool: {}: the outcome was not cached: {e}",
+                    entry.specifier
+                );
+            }
+            done(&entry, &report);
+            (entry, report)
+        })
+        .collect())
+}
+
+/// Whether a module compiled (or was cached) and its outcome was stored.
+pub(crate) fn admitted(report: &Report) -> bool {
+    report.outcome != Outcome::Skipped && report.store_error.is_none()
+}
+
+/// One module's line of `packs compile --json`.
+pub(crate) fn module_json(entry: &NpmEntry, report: &Report) -> serde_json::Value {
+    let mut module = serde_json::json!({
+        "packName": entry.pack_name,
+        "specifier": entry.specifier,
+        "npm": entry.npm,
+        "outcome": report.outcome.as_str(),
+    });
+    if let Some(code) = report.code() {
+        module["code"] = serde_json::json!(code);
+    }
+    let message = match report.code() {
+        Some(_) => report.message().map(str::to_string),
+        None => Some(warnings(report).join("; ")).filter(|w| !w.is_empty()),
+    };
+    if let Some(message) = message {
+        module["message"] = serde_json::json!(message);
+    }
+    if let Some(bytes) = report.bytes() {
+        module["bytes"] = serde_json::json!(bytes);
+        module["exports"] = serde_json::json!(report.exports);
+    }
+    module
+}
+
+/// The person-readable lines of one module's outcome.
+pub(crate) fn print_outcome(entry: &NpmEntry, report: &Report) {
+    outln!("{}", outcome_line(entry, report));
+    for w in warnings(report) {
+        outln!("         warning: {w}");
+    }
+}
+
 /// `nodetool packs compile [--json]`: every npm entry on the search path. Returns whether
 /// every module was admitted and stored.
 pub(crate) fn packs_compile(
@@ -105,51 +167,16 @@ pub(crate) fn packs_compile(
     cache: &Cache,
     json: bool,
 ) -> Result<bool, String> {
-    let entries = npm_entries(roots);
-    let compiler = Compiler::new(cache.clone())?;
-    let mut ok = true;
-    let mut modules = Vec::new();
-    for entry in &entries {
-        let report = compile_one(&compiler, entry);
-        ok &= report.outcome != Outcome::Skipped && report.store_error.is_none();
-        if let Some(e) = &report.store_error {
-            errln!(
-                "nodetool: {}: the outcome was not cached: {e}",
-                entry.specifier
-            );
+    let compiled = compile_entries(npm_entries(roots), cache, &mut |entry, report| {
+        if !json {
+            print_outcome(entry, report);
         }
-        if json {
-            let mut module = serde_json::json!({
-                "packName": entry.pack_name,
-                "specifier": entry.specifier,
-                "npm": entry.npm,
-                "outcome": report.outcome.as_str(),
-            });
-            if let Some(code) = report.code() {
-                module["code"] = serde_json::json!(code);
-            }
-            let message = match report.code() {
-                Some(_) => report.message().map(str::to_string),
-                None => Some(warnings(&report).join("; ")).filter(|w| !w.is_empty()),
-            };
-            if let Some(message) = message {
-                module["message"] = serde_json::json!(message);
-            }
-            if let Some(bytes) = report.bytes() {
-                module["bytes"] = serde_json::json!(bytes);
-                module["exports"] = serde_json::json!(report.exports);
-            }
-            modules.push(module);
-        } else {
-            outln!("{}", outcome_line(entry, &report));
-            for w in warnings(&report) {
-                outln!("         warning: {w}");
-            }
-        }
-    }
+    })?;
+    let ok = compiled.iter().all(|(_, r)| admitted(r));
     if json {
+        let modules: Vec<_> = compiled.iter().map(|(e, r)| module_json(e, r)).collect();
         outln!("{}", serde_json::json!({ "modules": modules }));
-    } else if entries.is_empty() {
+    } else if compiled.is_empty() {
         outln!("no npm modules on the pack search path");
     }
     Ok(ok)

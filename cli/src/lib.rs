@@ -45,6 +45,7 @@ macro_rules! err {
 
 mod compile;
 mod fetch;
+mod install;
 mod render;
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -163,6 +164,33 @@ enum PacksCommand {
     /// Compile every npm entry on the search path (bundle, scan, probe, cache); exit 1 when any
     /// module was skipped.
     Compile {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Install a pack with its install scripts disabled (a registry name with an optional
+    /// @version, a local tarball or a directory) and record it in the install ledger. A
+    /// sandbox-only pack is active at once; any other is inactive until `packs trust`.
+    Install {
+        /// `name`, `name@version`, `@scope/name@range`, `./pack.tgz` or `./pack-dir`.
+        spec: String,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Run an installed pack's install scripts (and its dependencies') against the files on
+    /// disk, after proving the lockfile still matches what was installed.
+    Trust {
+        /// The package name.
+        name: String,
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
+    /// Remove a pack `packs install` installed.
+    Uninstall {
+        /// The package name.
+        name: String,
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
@@ -298,11 +326,20 @@ fn dispatch(cli: Cli) -> Outcome {
             })
         }
         Command::Packs(PacksCommand::Allow { name }) => set_trust(&env, &name, true),
+        Command::Packs(PacksCommand::Install { spec, json }) => {
+            landed(install::install(&env, &spec, json))
+        }
+        Command::Packs(PacksCommand::Trust { name, json }) => {
+            landed(install::trust(&env, &name, json))
+        }
+        Command::Packs(PacksCommand::Uninstall { name, json }) => {
+            landed(install::uninstall(&env, &name, json))
+        }
         Command::Packs(PacksCommand::Disallow { name }) => set_trust(&env, &name, false),
         command => {
             let sources = PackSources {
                 explicit: cli.packs,
-                env,
+                env: env.clone(),
                 labels: RootLabels::Paths,
             };
             let trusted = sources
@@ -338,7 +375,17 @@ fn dispatch(cli: Cli) -> Outcome {
                 Command::Validate { workflow, json } => validate(&workflow, json, &catalog),
                 Command::Lock { workflow } => lock(&workflow, &catalog),
                 Command::Packs(PacksCommand::List { json }) => {
-                    render::packs_list(&catalog, json);
+                    // The ledger adds mode, active and scripts per installed pack; one that
+                    // cannot be read is reported and the catalog is listed anyway.
+                    let ledger = install::installer(&env)
+                        .ok()
+                        .map(|i| i.ledger())
+                        .transpose()
+                        .unwrap_or_else(|e| {
+                            errln!("nodetool: {}", e.message);
+                            None
+                        });
+                    render::packs_list(&catalog, ledger.as_ref(), json);
                     Ok(())
                 }
                 Command::Packs(PacksCommand::Doctor) => {
@@ -375,11 +422,24 @@ fn dispatch(cli: Cli) -> Outcome {
                 }
                 Command::Schema
                 | Command::Serve(_)
-                | Command::Packs(PacksCommand::Allow { .. } | PacksCommand::Disallow { .. }) => {
-                    Ok(())
-                }
+                | Command::Packs(
+                    PacksCommand::Allow { .. }
+                    | PacksCommand::Disallow { .. }
+                    | PacksCommand::Install { .. }
+                    | PacksCommand::Trust { .. }
+                    | PacksCommand::Uninstall { .. },
+                ) => Ok(()),
             }
         }
+    }
+}
+
+/// An install-flow answer: a configuration problem exits 2, a failure already rendered exits 1.
+fn landed(result: Result<bool, String>) -> Outcome {
+    match result {
+        Ok(true) => Ok(()),
+        Ok(false) => Err(Failure::Failed),
+        Err(message) => Err(Failure::Usage(message)),
     }
 }
 

@@ -127,9 +127,16 @@ pub(crate) fn issues_human(issues: &[Issue], nodes: &[CodeNode], path: &Path) {
     );
 }
 
-pub(crate) fn packs_list(catalog: &DiscoveredCatalog, json: bool) {
+pub(crate) fn packs_list(
+    catalog: &DiscoveredCatalog,
+    ledger: Option<&nodetool_frontend::install::Ledger>,
+    json: bool,
+) {
     if json {
-        let out = nodetool_frontend::answers::packs_list_json(catalog);
+        let mut out = nodetool_frontend::answers::packs_list_json(catalog);
+        if let Some(ledger) = ledger {
+            out["installed"] = crate::install::installed_json(ledger);
+        }
         outln!("{}", serde_json::to_string(&out).unwrap_or_default());
         return;
     }
@@ -168,6 +175,9 @@ pub(crate) fn packs_list(catalog: &DiscoveredCatalog, json: bool) {
         .count();
     if problems > 0 {
         outln!("{problems} diagnostic(s); run `nodetool packs doctor` for what to do about them.");
+    }
+    if let Some(ledger) = ledger {
+        crate::install::print_installed(ledger);
     }
 }
 

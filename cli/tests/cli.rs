@@ -1203,7 +1203,8 @@ fn packs_list_json_against_the_fixture_roots_exits_0() {
         .out()
         .status(0);
     let v = out.json();
-    assert_eq!(keys(&v), ["diagnostics", "summaries"]);
+    // `installed` holds the install ledger's rows (none here).
+    assert_eq!(keys(&v), ["diagnostics", "installed", "summaries"]);
     let summaries = v["summaries"].as_array().cloned().unwrap_or_default();
     let diagnostics = v["diagnostics"].as_array().cloned().unwrap_or_default();
     let specifiers: Vec<&str> = summaries
@@ -1305,7 +1306,10 @@ fn packs_list_sees_only_the_isolated_roots() {
         .out()
         .status(0)
         .json();
-    assert_eq!(v, json!({ "summaries": [], "diagnostics": [] }));
+    assert_eq!(
+        v,
+        json!({ "summaries": [], "diagnostics": [], "installed": [] })
+    );
     // The shipped geo pack, and an installed copy with another version shadowing it.
     let world = World::new();
     let v = world

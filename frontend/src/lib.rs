@@ -6,7 +6,9 @@
 //! front end read), a body's run end to end ([`run`]: its static imports resolved through the
 //! catalog, the dispatchers its facades need, the guest run, the import located when the guest
 //! could not), and the JSON answers both front ends print or serve ([`answers`]: `run --json`,
-//! `validate --json`, `packs list --json`, and what to do about each status code).
+//! `validate --json`, `packs list --json`, and what to do about each status code), and installing
+//! and trusting packs ([`install`]: scripts-disabled installs, the ledger, the integrity-bound
+//! rebuild).
 //!
 //! Architecture invariant: it reads no environment variable and no global configuration (the
 //! front end passes what it read in), and no answer it builds for a remote client carries a
@@ -14,5 +16,6 @@
 //! below `cli` and `server`; nothing else depends on it.
 
 pub mod answers;
+pub mod install;
 pub mod run;
 pub mod search;

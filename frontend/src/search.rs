@@ -50,11 +50,17 @@ impl Environment {
 
     /// `$XDG_DATA_HOME/nodetool/packs/node_modules` (or under `~/.local/share`).
     pub fn installed_root(&self) -> Option<PathBuf> {
+        Some(self.install_dir()?.join("node_modules"))
+    }
+
+    /// `$XDG_DATA_HOME/nodetool/packs` (or under `~/.local/share`): the npm project
+    /// `nodetool packs install` manages, holding the installed root and the install ledger.
+    pub fn install_dir(&self) -> Option<PathBuf> {
         let data = self
             .xdg_data_home
             .clone()
             .or_else(|| self.home.as_ref().map(|h| h.join(".local/share")))?;
-        Some(data.join("nodetool/packs/node_modules"))
+        Some(data.join("nodetool/packs"))
     }
 
     /// `$XDG_CONFIG_HOME/nodetool/packs.json` (or under `~/.config`).
