@@ -13,10 +13,9 @@ use serde_json::{Value, json};
 use tempfile::TempDir;
 
 const PACKS: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../packs");
-const COMPILER_FIXTURES: &str = concat!(
-    env!("CARGO_MANIFEST_DIR"),
-    "/../compiler/tests/fixtures/packs"
-);
+/// The compiler's fixture packs and the tiny libraries they name, authored in
+/// `compiler/tests/fixtures/{packs,libs}`.
+const COMPILER_FIXTURES: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../compiler/tests/fixtures");
 
 fn must<T, E: std::fmt::Display>(r: Result<T, E>, what: &str) -> T {
     r.unwrap_or_else(|e| panic!("{what}: {e}"))
@@ -190,12 +189,38 @@ fn packs_compile_compiles_every_shipped_guest_pack() {
     assert!(codes.contains(&"npm-module-compiled"), "{codes:?}");
 }
 
+/// A private copy of the compiler fixtures laid out as installed packs resolve them: the packs
+/// in `packs/`, their libraries in a `node_modules` beside it. Returns (the copy, its packs
+/// root).
+fn compiler_fixtures() -> (TempDir, String) {
+    fn copy(from: &Path, to: &Path) {
+        must(std::fs::create_dir_all(to), "create a fixture dir");
+        for entry in must(std::fs::read_dir(from), "read a fixture dir") {
+            let entry = must(entry, "read a fixture entry");
+            let target = to.join(entry.file_name());
+            if entry.path().is_dir() {
+                copy(&entry.path(), &target);
+            } else {
+                must(std::fs::copy(entry.path(), &target), "copy a fixture file");
+            }
+        }
+    }
+    let tmp = must(tempfile::tempdir(), "create a fixture copy");
+    let source = Path::new(COMPILER_FIXTURES);
+    copy(&source.join("packs"), &tmp.path().join("packs"));
+    copy(&source.join("libs"), &tmp.path().join("node_modules"));
+    let packs = tmp.path().join("packs").to_string_lossy().into_owned();
+    (tmp, packs)
+}
+
 #[test]
 fn packs_compile_reports_skips_and_exits_1() {
+    let (_fixtures, fixture_packs) = compiler_fixtures();
+    let fixture_packs = fixture_packs.as_str();
     let home = Home::new();
     let empty = must(tempfile::tempdir(), "create an empty shipped root");
     let output = home.nodetool(
-        &["packs", "compile", "--json", "--packs", COMPILER_FIXTURES],
+        &["packs", "compile", "--json", "--packs", fixture_packs],
         "",
         empty.path(),
     );
@@ -233,7 +258,7 @@ fn packs_compile_reports_skips_and_exits_1() {
     // compiled stays `pending-compile` until `packs compile` runs.
     let fresh = Home::new();
     let output = fresh.nodetool(
-        &["run", "--json", "--packs", COMPILER_FIXTURES],
+        &["run", "--json", "--packs", fixture_packs],
         "import { inc } from '@fixture/clean';\nreturn inc(1);",
         empty.path(),
     );
@@ -242,12 +267,12 @@ fn packs_compile_reports_skips_and_exits_1() {
     assert!(!stderr.contains("compiling"), "{stderr}");
     // After `packs compile`, the same body runs.
     fresh.nodetool(
-        &["packs", "compile", "--packs", COMPILER_FIXTURES],
+        &["packs", "compile", "--packs", fixture_packs],
         "",
         empty.path(),
     );
     let output = fresh.nodetool(
-        &["run", "--json", "--packs", COMPILER_FIXTURES],
+        &["run", "--json", "--packs", fixture_packs],
         "import { inc } from '@fixture/clean';\nreturn inc(1);",
         empty.path(),
     );

@@ -1,4 +1,5 @@
-//! The compiler end to end on tiny fixture packages (`tests/fixtures/node_modules`), one per
+//! The compiler end to end on tiny fixture packages (`tests/fixtures/libs`, copied into a
+//! temp dir's `node_modules` so resolution finds them as it finds installed ones), one per
 //! outcome: every skip code, the warning, and the cache (warm hit, an edited input, a
 //! shadowing copy, a corrupt entry). Every test works on its own copy of the fixtures and its
 //! own cache root, so nothing outside a temp dir is written and nothing touches the network.
@@ -43,7 +44,9 @@ struct World {
 impl World {
     fn new() -> World {
         let tmp = must(tempfile::tempdir(), "create a temp dir");
-        copy_dir(&fixtures(), &tmp.path().join("fixtures"));
+        let root = tmp.path().join("fixtures");
+        copy_dir(&fixtures().join("packs"), &root.join("packs"));
+        copy_dir(&fixtures().join("libs"), &root.join("node_modules"));
         let compiler = must(
             Compiler::new(Cache::new(tmp.path().join("cache"))),
             "start the compiler",
