@@ -131,15 +131,16 @@ pub(crate) fn install(env: &Environment, spec: &str, json: bool) -> Result<bool,
         return Ok(true);
     }
     if let Some(previous) = &installed.previous
-        && previous.mode != record.mode {
-            outln!(
-                "{} changed mode: {} ({}) was {}; it is classified from the artifact now on disk.",
-                record.pack_name,
-                record.version,
-                record.mode.as_str(),
-                previous.mode.as_str()
-            );
-        }
+        && previous.mode != record.mode
+    {
+        outln!(
+            "{} changed mode: {} ({}) was {}; it is classified from the artifact now on disk.",
+            record.pack_name,
+            record.version,
+            record.mode.as_str(),
+            previous.mode.as_str()
+        );
+    }
     let dependencies = record.closure.len().saturating_sub(1);
     outln!(
         "installed {}@{} ({} dependenc{}; no install script ran)",
