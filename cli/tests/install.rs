@@ -118,11 +118,15 @@ impl World {
     }
 
     fn nodetool(&self, args: &[&str]) -> Output {
+        self.nodetool_with_registry(args, CLOSED_REGISTRY)
+    }
+
+    fn nodetool_with_registry(&self, args: &[&str], registry: &str) -> Output {
         let output = must(assert_cmd::Command::cargo_bin("nodetool"), "find nodetool")
             .env_clear()
             .env("HOME", self.path("home"))
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("npm_config_registry", CLOSED_REGISTRY)
+            .env("npm_config_registry", registry)
             .env("npm_config_fetch_retries", "0")
             .env("NODETOOL_SHIPPED_PACKS_DIR", self.path("work/no-shipped"))
             .current_dir(self.path("work"))
@@ -188,6 +192,28 @@ impl World {
         out.sort();
         out
     }
+}
+
+/// A registry on loopback that knows no package: every request is a 404, as the npm registry
+/// answers for a name nobody published. Returns its URL; the thread ends with the test process.
+fn empty_registry() -> String {
+    use std::io::{Read, Write};
+    let listener = must(std::net::TcpListener::bind("127.0.0.1:0"), "bind a port");
+    let port = must(listener.local_addr(), "read the port").port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut request = [0u8; 4096];
+            let _ = stream.read(&mut request);
+            let body = "{\"error\":\"Not found\"}";
+            let _ = write!(
+                stream,
+                "HTTP/1.1 404 Not Found\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    format!("http://127.0.0.1:{port}/")
 }
 
 fn stderr(output: &Output) -> String {
@@ -432,6 +458,22 @@ fn every_failure_leaves_the_ledger_and_the_installed_root_as_they_were() {
         answer["error"]["message"]
             .as_str()
             .is_some_and(|m| m.starts_with("npm install failed")),
+        "{answer}"
+    );
+    assert_eq!(world.snapshot(), before);
+
+    // A name the registry does not know.
+    let output = world.nodetool_with_registry(
+        &["packs", "install", "--json", "nodetool-no-such-pack@1.0.0"],
+        &empty_registry(),
+    );
+    assert_eq!(output.status.code(), Some(1), "{}", stderr(&output));
+    let answer: Value = must(serde_json::from_slice(&output.stdout), "parse the answer");
+    assert_eq!(answer["error"]["code"], "install-npm-failed");
+    assert!(
+        answer["error"]["message"].as_str().is_some_and(|m| m
+            .contains("the registry has no such package or version")
+            && m.contains("nodetool-no-such-pack")),
         "{answer}"
     );
     assert_eq!(world.snapshot(), before);

@@ -26,8 +26,7 @@ pub struct LockedPackage {
 
 /// The package name an install path ends with (`node_modules/@s/n` -> `@s/n`).
 fn name_of(path: &str) -> &str {
-    
-    (path.rsplit_once("node_modules/").map_or(path, |(_, t)| t)) as _
+    path.rsplit_once("node_modules/").map_or(path, |(_, t)| t)
 }
 
 /// The install path of the package that requires from `from`, one level up (`""` is the root).

@@ -711,11 +711,10 @@ impl Stage {
         let old = self.staging.with_file_name(".packs-previous");
         let _ = std::fs::remove_dir_all(&old);
         let had_root = self.root.exists();
-        if had_root
-            && let Err(e) = std::fs::rename(&self.root, &old) {
-                self.abandon();
-                return Err(io("move aside", &self.root, &e));
-            }
+        if had_root && let Err(e) = std::fs::rename(&self.root, &old) {
+            self.abandon();
+            return Err(io("move aside", &self.root, &e));
+        }
         if let Err(e) = std::fs::rename(&self.staging, &self.root) {
             if had_root {
                 let _ = std::fs::rename(&old, &self.root);
