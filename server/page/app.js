@@ -225,8 +225,9 @@ function logList(logs) {
       el("span", { className: "level" }, l.level), " ", l.message))));
 }
 
-function showOutcome(code, answer) {
-  const outcome = document.getElementById("outcome");
+/** Shows one answer of the run route's shape in `target`; ids get `prefix` ("" or "browser-"). */
+function showOutcome(code, answer, target, prefix) {
+  const outcome = document.getElementById(target);
   const show = (state, ...parts) => {
     outcome.dataset.state = state;
     // Optional parts (no logs, no position) are null and left out.
@@ -246,17 +247,65 @@ function showOutcome(code, answer) {
     const text = typeof body.result === "string" ? body.result : JSON.stringify(body.result, null, 2);
     show("ok",
       el("h3", {}, "Result ", el("span", { className: "muted" }, `(${body.durationMs} ms)`)),
-      el("pre", { id: "result", className: "result" }, text === undefined ? "undefined" : text),
+      el("pre", { id: prefix + "result", className: "result" }, text === undefined ? "undefined" : text),
       logList(body.logs));
     return;
   }
   const error = body.error;
   show("error",
     el("h3", {}, "Error"),
-    el("p", { id: "error", className: "error" }, el("code", {}, error.code), ": ", error.message,
+    el("p", { id: prefix + "error", className: "error" }, el("code", {}, error.code), ": ", error.message,
       error.line ? ` (line ${error.line}${error.column ? `, column ${error.column}` : ""})` : ""),
     error.line ? sourceWithMark(code, error.line, error.column) : null,
     logList(body.logs));
+}
+
+// ---------------------------------------------------------------- the browser runner
+
+let browserRunner = null;
+
+/** The browser runner (built into /web/ by `npm run build --prefix web`), loaded on first use. */
+async function runnerInPage() {
+  if (!browserRunner) {
+    browserRunner = import("/web/runner.js").then((m) => m.createRunner(), (e) => {
+      browserRunner = null;
+      throw e;
+    });
+  }
+  return browserRunner;
+}
+
+async function runInBrowser(code, input) {
+  let runner;
+  try {
+    runner = await runnerInPage();
+  } catch (_) {
+    const probe = await getJson("/web/runner.js").catch(() => null);
+    return { status: 404, body: { detail: (probe && probe.body && probe.body.detail) || "The browser runner could not be loaded." } };
+  }
+  return { status: 200, body: await runner.run({ code, input }) };
+}
+
+async function runOnServer(code, input) {
+  return getJson("/api/run", {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ code, input }),
+  });
+}
+
+/** What both sides answered, without timings and logs order aside: the same or not. */
+function agreement(server, browser) {
+  const note = document.getElementById("agreement");
+  const essence = (a) => a.status === 200 && a.body
+    ? JSON.stringify(a.body.ok ? { ok: true, result: a.body.result } : { ok: false, code: a.body.error.code, line: a.body.error.line })
+    : null;
+  const s = essence(server);
+  const b = essence(browser);
+  note.className = s !== null && s === b ? "agree" : "differ";
+  note.textContent = s === null || b === null ? "" : s === b
+    ? "The server and the browser agree."
+    : "The server and the browser answered differently.";
 }
 
 async function run() {
@@ -272,17 +321,32 @@ async function run() {
   status.textContent = "Running…";
   const button = document.getElementById("run");
   button.disabled = true;
+  document.getElementById("agreement").textContent = "";
+  for (const id of ["outcome", "browser-outcome"]) {
+    const node = document.getElementById(id);
+    node.dataset.state = "running";
+    node.replaceChildren(el("p", { className: "muted" }, "Running…"));
+  }
+  const server = runOnServer(code, input).then((answer) => {
+    showOutcome(code, answer, "outcome", "");
+    return answer;
+  }, (e) => {
+    const answer = { status: 0, body: { detail: "The server could not be reached: " + e.message } };
+    showOutcome(code, answer, "outcome", "");
+    return answer;
+  });
+  const browser = runInBrowser(code, input).then((answer) => {
+    showOutcome(code, answer, "browser-outcome", "browser-");
+    return answer;
+  }, (e) => {
+    const answer = { status: 0, body: { detail: "The browser runner failed: " + e.message } };
+    showOutcome(code, answer, "browser-outcome", "browser-");
+    return answer;
+  });
   try {
-    const answer = await getJson("/api/run", {
-      method: "POST",
-      headers: { "content-type": "application/json" },
-      body: JSON.stringify({ code, input }),
-    });
-    showOutcome(code, answer);
-    status.textContent = "";
-  } catch (e) {
-    status.textContent = "The server could not be reached: " + e.message;
+    agreement(await server, await browser);
   } finally {
+    status.textContent = "";
     button.disabled = false;
   }
 }

@@ -4,8 +4,10 @@
 //! catalog's `authorize_delivery`), the catalog API (`GET /api/packs/sandbox-modules`,
 //! `GET /api/packs`, `GET /api/packs/{name}/docs`), runs and validation over HTTP
 //! (`POST /api/run`, `POST /api/validate`), the host-module route for the browser runner
-//! (`POST /api/host-modules/{id}/{export}`), soft reload (`POST /api/packs/reload`), and the
-//! Packages page at `/` (plain HTML, CSS and JavaScript compiled into the binary).
+//! (`POST /api/host-modules/{id}/{export}`), soft reload (`POST /api/packs/reload`), the
+//! Packages page at `/` (plain HTML, CSS and JavaScript compiled into the binary), and the
+//! built browser runner under `/web/` (read from `web/dist` once at start-up, served from
+//! memory; the page's playground runs a body there as well as here).
 //!
 //! Runs, validations and host calls execute on the blocking pool, never on the reactor, behind
 //! a [`RunGate`]: a bounded number at once, a bounded queue, and `503` with `Retry-After`
@@ -23,6 +25,7 @@ mod error;
 mod gate;
 mod page;
 mod runs;
+mod web;
 
 use std::future::Future;
 use std::io::{IsTerminal as _, Write as _};
@@ -48,6 +51,7 @@ pub use delivery::{
 };
 pub use error::{ApiError, RETRY_AFTER_SECONDS};
 pub use gate::{Admitted, Busy, RunGate};
+pub use web::{DEFAULT_WEB_DIR, WebAssets, web_dir};
 
 /// The server's bounds. There is no `Default`: the caller states them ([`ServerConfig::standard`]
 /// is the command line's default set).
@@ -110,13 +114,23 @@ struct Shared {
     engines: Arc<Engines>,
     gate: Arc<RunGate>,
     config: ServerConfig,
+    web: WebAssets,
 }
 
 impl AppState {
-    /// Loads the catalog once (blocking) and builds the state.
+    /// Loads the catalog once (blocking) and builds the state, with no browser runner.
     pub fn new(
         config: ServerConfig,
         source: Arc<dyn CatalogSource>,
+    ) -> Result<AppState, SourceError> {
+        AppState::with_web(config, source, WebAssets::none())
+    }
+
+    /// [`AppState::new`] serving the built browser runner `web` under `/web/`.
+    pub fn with_web(
+        config: ServerConfig,
+        source: Arc<dyn CatalogSource>,
+        web: WebAssets,
     ) -> Result<AppState, SourceError> {
         let catalog = source.load()?;
         Ok(AppState(Arc::new(Shared {
@@ -126,6 +140,7 @@ impl AppState {
             engines: Arc::new(Engines::new()),
             gate: RunGate::new(config.max_running, config.max_queued),
             config,
+            web,
         })))
     }
 
@@ -175,6 +190,10 @@ impl AppState {
     fn config(&self) -> &ServerConfig {
         &self.0.config
     }
+
+    fn web(&self) -> &WebAssets {
+        &self.0.web
+    }
 }
 
 /// Every route, the page, the body cap and the request log.
@@ -184,6 +203,7 @@ pub fn router(state: AppState) -> Router {
         .route("/", get(page::index))
         .route("/assets/app.js", get(page::script))
         .route("/assets/style.css", get(page::style))
+        .route("/web/{file}", get(web::asset))
         .route("/api/sandbox-modules/{*id}", get(delivery::deliver))
         .route("/api/packs", get(api::packs_view))
         .route("/api/packs/sandbox-modules", get(api::packs_list))
@@ -276,6 +296,10 @@ pub struct ServeArgs {
     /// Runs that may wait for a slot; beyond them the server answers 503.
     #[arg(long, value_name = "N")]
     pub queue: Option<usize>,
+    /// The built browser runner to serve under /web/ (default: NODETOOL_WEB_DIR, else the
+    /// checkout's web/dist).
+    #[arg(long, value_name = "DIR")]
+    pub web_dir: Option<PathBuf>,
 }
 
 #[derive(clap::Parser)]
@@ -360,7 +384,15 @@ pub fn serve_blocking(
         },
         compiled,
     });
-    let state = AppState::new(config, source).map_err(|e| ServeError::Config(e.to_string()))?;
+    let web = WebAssets::load(&web_dir(
+        args.web_dir.clone(),
+        std::env::var_os("NODETOOL_WEB_DIR"),
+    ));
+    if !web.is_built() {
+        tracing::warn!("{}", web::BUILD_HINT);
+    }
+    let state =
+        AppState::with_web(config, source, web).map_err(|e| ServeError::Config(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()

@@ -9,8 +9,10 @@ const SCRIPT: &str = include_str!("../page/app.js");
 const STYLE: &str = include_str!("../page/style.css");
 
 /// Everything the page loads comes from this server; SKILL.md text is rendered as text nodes,
-/// and the policy stops anything else even if a bug let markup through.
-const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
+/// and the policy stops anything else even if a bug let markup through. `'wasm-unsafe-eval'`
+/// lets the browser runner compile WebAssembly (QuickJS itself, and WASM packs); it allows no
+/// JavaScript evaluation. The runner's workers are same-origin scripts under `/web/`.
+const CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self' 'wasm-unsafe-eval'; worker-src 'self'; style-src 'self'; connect-src 'self'; img-src 'self' data:; base-uri 'none'; form-action 'none'; frame-ancestors 'none'";
 
 fn asset(content_type: &'static str, body: &'static str) -> impl IntoResponse {
     let headers: [(HeaderName, HeaderValue); 4] = [

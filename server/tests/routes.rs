@@ -691,3 +691,85 @@ async fn reload_swaps_in_what_is_installed_now() {
     let get_reload = get(&state, "/api/packs/reload").await;
     assert_eq!(get_reload.status, StatusCode::METHOD_NOT_ALLOWED);
 }
+
+#[tokio::test]
+async fn the_browser_runner_is_served_from_memory_once_built() {
+    let world = World::fixtures();
+    // Not built: every /web/ file is a 404 that says how to build it.
+    let state = world.state(test_config());
+    let answer = get(&state, "/web/runner.js").await;
+    assert_eq!(answer.status, StatusCode::NOT_FOUND);
+    let detail = answer.json()["detail"]
+        .as_str()
+        .unwrap_or_default()
+        .to_string();
+    assert!(detail.contains("npm run build --prefix web"), "{detail}");
+
+    // Built: the files of one flat directory, with their media types and the runner's policy.
+    let dist = world.tmp.path().join("dist");
+    must(std::fs::create_dir_all(dist.join("nested")), "create dist");
+    must(
+        std::fs::write(dist.join("runner.js"), "export const x = 1;\n"),
+        "write runner.js",
+    );
+    must(
+        std::fs::write(dist.join("engine.wasm"), b"\0asm\x01\0\0\0"),
+        "write a wasm file",
+    );
+    must(
+        std::fs::write(dist.join("notes.txt"), "not served"),
+        "write a text file",
+    );
+    must(
+        std::fs::write(dist.join("nested/secret.js"), "no"),
+        "write a nested file",
+    );
+    let web = nodetool_server::WebAssets::load(&dist);
+    assert!(web.is_built());
+    let state = must(
+        AppState::with_web(test_config(), world.source(), web),
+        "build the state",
+    );
+    // The files were read at start-up: removing them changes nothing.
+    must(
+        std::fs::remove_file(dist.join("runner.js")),
+        "remove runner.js",
+    );
+    let answer = get(&state, "/web/runner.js").await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(answer.text(), "export const x = 1;\n");
+    assert_eq!(
+        answer.header("content-type"),
+        Some("text/javascript; charset=utf-8")
+    );
+    assert!(
+        answer
+            .header("content-security-policy")
+            .is_some_and(|p| p.contains("'wasm-unsafe-eval'") && p.contains("connect-src 'self'")),
+        "{:?}",
+        answer.header("content-security-policy")
+    );
+    let answer = get(&state, "/web/engine.wasm").await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert_eq!(answer.header("content-type"), Some("application/wasm"));
+    for missing in [
+        "/web/notes.txt",
+        "/web/nested%2Fsecret.js",
+        "/web/nested/secret.js",
+        "/web/..%2Fdist%2Frunner.js",
+    ] {
+        let answer = get(&state, missing).await;
+        assert_eq!(answer.status, StatusCode::NOT_FOUND, "{missing}");
+        answer.assert_no_path(&world.paths());
+    }
+    // The page lets the runner compile WebAssembly and start its workers.
+    let page = get(&state, "/").await;
+    let policy = page
+        .header("content-security-policy")
+        .unwrap_or_default()
+        .to_string();
+    assert!(
+        policy.contains("'wasm-unsafe-eval'") && policy.contains("worker-src 'self'"),
+        "{policy}"
+    );
+}

@@ -176,3 +176,55 @@ fn the_runner_notices_a_wrong_expectation() {
         "{why}"
     );
 }
+
+#[test]
+fn the_browser_runners_host_registry_matches_the_protocol() {
+    use nodetool_tests::contract::{HOST_MODULES_JSON_PATH, host_modules_json};
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let committed = std::fs::read_to_string(root.join(HOST_MODULES_JSON_PATH)).unwrap_or_default();
+    let generated = host_modules_json().unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        committed == generated,
+        "{HOST_MODULES_JSON_PATH} is stale: run `cargo xtask export` and commit the result"
+    );
+}
+
+#[test]
+fn the_fixture_catalog_delivers_every_graph_file_with_its_hash() {
+    use nodetool_protocol::catalog::{DeliveryBody, graph_file_module_id};
+    use nodetool_runtime::SandboxModuleCatalog;
+    use nodetool_tests::contract::catalog::FixtureCatalog;
+    for fixture in fixtures() {
+        let catalog = FixtureCatalog::new(fixture.modules.clone());
+        for m in &fixture.modules {
+            let entry = futures_ready(catalog.authorize_delivery(&m.specifier))
+                .unwrap_or_else(|e| panic!("{}: {}: {e:?}", fixture.name, m.specifier));
+            assert_eq!(entry.file_id, m.module_id, "{}", fixture.name);
+            for file in &m.graph {
+                let id = graph_file_module_id(&m.pack_name, &file.id);
+                let d = futures_ready(catalog.authorize_delivery(&id))
+                    .unwrap_or_else(|e| panic!("{}: {id}: {e:?}", fixture.name));
+                let body = match &d.body {
+                    DeliveryBody::Source(s) => s.as_bytes().to_vec(),
+                    DeliveryBody::Bytes(b) => b.0.to_vec(),
+                };
+                assert_eq!(d.content_sha256.len(), 64);
+                assert!(!body.is_empty() || d.content_sha256.starts_with("e3b0"));
+            }
+        }
+        assert!(futures_ready(catalog.authorize_delivery("@nowhere/pack")).is_err());
+    }
+}
+
+/// Polls a future that is ready at once (the fixture catalog's are).
+fn futures_ready<T>(future: impl std::future::Future<Output = T>) -> T {
+    use std::task::{Context, Poll, Waker};
+    let mut future = std::pin::pin!(future);
+    match future
+        .as_mut()
+        .poll(&mut Context::from_waker(Waker::noop()))
+    {
+        Poll::Ready(value) => value,
+        Poll::Pending => panic!("the fixture catalog's delivery is immediate"),
+    }
+}

@@ -7,10 +7,13 @@
 //!   and the guest contract fixtures); tests fail when a committed copy drifts from what the code
 //!   generates.
 //! * `cargo xtask fixtures` runs every guest contract fixture against the Rust guest: one line
-//!   per failure, then `N passed, M failed`.
+//!   per failure, then `N passed, M failed`. `cargo xtask fixtures --browser` runs the same
+//!   fixtures (from `tests/contract/fixtures.json`) through the browser runner in headless
+//!   Chromium against the server's router on loopback, plus a tampered-body case.
 //! * `cargo xtask bench <area>` runs an optimized benchmark (`discovery`) and prints its
 //!   figures. Benchmarks are never part of the test suite: the machines are shared and noisy.
 
+mod browser;
 mod server_bench;
 
 use std::path::{Path, PathBuf};
@@ -29,6 +32,7 @@ fn usage() -> ExitCode {
          ci                  formatting, every test, the layering check and the fixtures (what .ci/run runs)\n  \
          export              regenerate the manifest schema and tests/contract/fixtures.json\n  \
          fixtures            run every guest contract fixture against the Rust guest\n  \
+         fixtures --browser  the same fixtures through the browser runner in headless Chromium\n  \
          bench discovery     discover 200 generated packs; resolution cost at 20 vs 2,000 packs\n  \
          bench guest         one invocation's cost, a js-yaml import, peak memory per run\n  \
          bench wasm          one scalar call: instantiate + call + drop, from Rust and from guest code\n  \
@@ -53,6 +57,12 @@ fn export() -> Result<(), String> {
         std::fs::create_dir_all(dir)
             .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
     }
+    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("wrote {relative}");
+    let relative = nodetool_tests::contract::HOST_MODULES_JSON_PATH;
+    let path = workspace_root().join(relative);
+    let text = nodetool_tests::contract::host_modules_json()
+        .map_err(|e| format!("cannot serialize the host-module registry: {e}"))?;
     std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     println!("wrote {relative}");
     Ok(())
@@ -169,6 +179,10 @@ fn ci() -> Result<(), String> {
     if !fixtures() {
         return Err("contract fixtures failed".into());
     }
+    println!("xtask: contract fixtures in the browser");
+    if !browser::fixtures(&workspace_root())? {
+        return Err("contract fixtures failed in the browser".into());
+    }
     Ok(())
 }
 
@@ -272,6 +286,16 @@ fn main() -> ExitCode {
                 ExitCode::SUCCESS
             } else {
                 ExitCode::FAILURE
+            };
+        }
+        ["fixtures", "--browser"] => {
+            return match browser::fixtures(&workspace_root()) {
+                Ok(true) => ExitCode::SUCCESS,
+                Ok(false) => ExitCode::FAILURE,
+                Err(e) => {
+                    eprintln!("xtask: {e}");
+                    ExitCode::FAILURE
+                }
             };
         }
         ["bench", area] => bench(area),
