@@ -5,9 +5,9 @@
 
 use nodetool_compiler::npm_entries;
 use nodetool_discovery::{RootKind, SearchRoot};
-use nodetool_frontend::install::{InstallError, Installer, Ledger, Record, Spec};
+use nodetool_frontend::install::{InstallError, Installer, Ledger, Spec};
 use nodetool_frontend::search::Environment;
-use serde_json::{Value, json};
+use serde_json::json;
 
 use crate::compile;
 
@@ -21,22 +21,6 @@ pub(crate) fn installer(env: &Environment) -> Result<Installer, String> {
         installer.npm = npm.into();
     }
     Ok(installer)
-}
-
-/// A ledger row as `packs list --json` and the install answers show it.
-pub(crate) fn row_json(record: &Record) -> Value {
-    json!({
-        "packName": record.pack_name,
-        "version": record.version,
-        "mode": record.mode.as_str(),
-        "active": record.active,
-        "scripts": record.scripts.as_str(),
-    })
-}
-
-/// The `installed` rows of `packs list --json`, in name order.
-pub(crate) fn installed_json(ledger: &Ledger) -> Value {
-    Value::Array(ledger.packs.values().map(row_json).collect())
 }
 
 /// One line per installed pack for `packs list`.
@@ -120,12 +104,12 @@ pub(crate) fn install(env: &Environment, spec: &str, json: bool) -> Result<bool,
             .collect();
     }
     if json {
-        let mut answer = row_json(record);
+        let mut answer = record.row_json();
         answer["ok"] = json!(true);
         answer["closure"] = json!(record.closure);
         answer["modules"] = json!(modules);
         if let Some(previous) = &installed.previous {
-            answer["previous"] = row_json(previous);
+            answer["previous"] = previous.row_json();
         }
         outln!("{answer}");
         return Ok(true);
@@ -171,7 +155,7 @@ pub(crate) fn trust(env: &Environment, name: &str, json: bool) -> Result<bool, S
     match installer.trust(name, &mut npm_log(json)) {
         Ok(record) => {
             if json {
-                let mut answer = row_json(&record);
+                let mut answer = record.row_json();
                 answer["ok"] = json!(true);
                 outln!("{answer}");
             } else {
@@ -197,7 +181,7 @@ pub(crate) fn uninstall(env: &Environment, name: &str, json: bool) -> Result<boo
     match installer.uninstall(name, &mut npm_log(json)) {
         Ok(record) => {
             if json {
-                let mut answer = row_json(&record);
+                let mut answer = record.row_json();
                 answer["ok"] = json!(true);
                 outln!("{answer}");
             } else {

@@ -135,7 +135,7 @@ pub(crate) fn packs_list(
     if json {
         let mut out = nodetool_frontend::answers::packs_list_json(catalog);
         if let Some(ledger) = ledger {
-            out["installed"] = crate::install::installed_json(ledger);
+            out["installed"] = ledger.rows_json();
         }
         outln!("{}", serde_json::to_string(&out).unwrap_or_default());
         return;

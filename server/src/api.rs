@@ -25,7 +25,11 @@ const UNTRUSTED: &str = "Untrusted: its SKILL.md reaches agents only as untruste
 
 /// `GET /api/packs/sandbox-modules`.
 pub async fn packs_list(State(state): State<AppState>) -> Json<JsonValue> {
-    Json(answers::packs_list_json(state.catalog().as_ref()))
+    let mut list = answers::packs_list_json(state.catalog().as_ref());
+    if let Some(installed) = state.installed().await {
+        list["installed"] = installed;
+    }
+    Json(list)
 }
 
 /// `GET /api/packs`: the Packages page's view.

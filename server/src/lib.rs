@@ -81,6 +81,12 @@ impl ServerConfig {
 pub trait CatalogSource: Send + Sync + 'static {
     /// Discovers the packs into a new catalog (blocking: it reads the filesystem).
     fn load(&self) -> Result<Arc<dyn SandboxModuleCatalog>, SourceError>;
+
+    /// The install ledger's rows (`packs list --json`'s `installed`: name, version, mode,
+    /// active, scripts; never a path), when this source has an installed root (blocking).
+    fn installed(&self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// The production source: the CLI's search path with opaque root labels.
@@ -99,6 +105,18 @@ impl CatalogSource for Discovery {
             .discover(&trusted, self.compiled.as_ref())
             .map_err(SourceError::Root)?;
         Ok(Arc::new(catalog))
+    }
+
+    fn installed(&self) -> Option<serde_json::Value> {
+        let dir = self.sources.env.install_dir()?;
+        match nodetool_frontend::install::Installer::new(dir).ledger() {
+            Ok(ledger) => Some(ledger.rows_json()),
+            Err(e) => {
+                // The message names a local path: logged for the operator, never answered.
+                tracing::warn!("the install ledger cannot be read: {}", e.message);
+                None
+            }
+        }
     }
 }
 
@@ -147,6 +165,16 @@ impl AppState {
     /// The catalog as of now (a run keeps the one it took).
     pub fn catalog(&self) -> Arc<dyn SandboxModuleCatalog> {
         self.0.catalog.snapshot()
+    }
+
+    /// The install ledger's rows, read now (off the async workers), or `None` when the source
+    /// has no installed root or its ledger cannot be read.
+    pub async fn installed(&self) -> Option<serde_json::Value> {
+        let source = self.0.source.clone();
+        tokio::task::spawn_blocking(move || source.installed())
+            .await
+            .ok()
+            .flatten()
     }
 
     /// Requests running or queued at the run gate now.

@@ -271,10 +271,10 @@ async fn the_packs_list_is_the_cli_json_and_names_no_path() {
             .header("content-type")
             .is_some_and(|c| c.starts_with("application/json"))
     );
-    assert_eq!(
-        answer.json(),
-        answers::packs_list_json(state.catalog().as_ref())
-    );
+    // The CLI's `packs list --json`: the catalog, plus the install ledger's rows (none yet).
+    let mut expected = answers::packs_list_json(state.catalog().as_ref());
+    expected["installed"] = json!([]);
+    assert_eq!(answer.json(), expected);
     assert!(
         answer.json()["summaries"]
             .as_array()
@@ -772,4 +772,50 @@ async fn the_browser_runner_is_served_from_memory_once_built() {
         policy.contains("'wasm-unsafe-eval'") && policy.contains("worker-src 'self'"),
         "{policy}"
     );
+}
+
+#[tokio::test]
+async fn the_packs_list_carries_the_install_ledger_rows_and_never_its_path() {
+    let world = World::fixtures();
+    let dir = world.tmp.path().join("data/nodetool/packs");
+    std::fs::create_dir_all(&dir).unwrap_or_else(|e| panic!("create the data dir: {e}"));
+    let ledger = json!({
+        "version": 1,
+        "packs": {
+            "@acme/host-pack": {
+                "packName": "@acme/host-pack", "version": "1.0.0", "spec": "@acme/host-pack@1",
+                "mode": "register", "active": false, "scripts": "skipped",
+                "closure": [{ "path": "node_modules/@acme/host-pack", "name": "@acme/host-pack",
+                              "version": "1.0.0", "resolved": "https://r/x.tgz", "integrity": "sha512-x" }]
+            }
+        }
+    });
+    std::fs::write(dir.join("nodetool-packs.json"), ledger.to_string())
+        .unwrap_or_else(|e| panic!("write the ledger: {e}"));
+    let state = world.state(test_config());
+    let answer = get(&state, "/api/packs/sandbox-modules").await;
+    assert_eq!(
+        answer.json()["installed"],
+        json!([{ "packName": "@acme/host-pack", "version": "1.0.0", "mode": "register",
+                 "active": false, "scripts": "skipped" }])
+    );
+    // A corrupt ledger is left out of the answer (the server logs why); the catalog still lists.
+    std::fs::write(
+        dir.join("nodetool-packs.json"),
+        "{\"version\": 1, \"packs\": [",
+    )
+    .unwrap_or_else(|e| panic!("corrupt the ledger: {e}"));
+    let answer = get(&state, "/api/packs/sandbox-modules").await;
+    assert_eq!(answer.status, StatusCode::OK);
+    assert!(
+        answer.json().get("installed").is_none(),
+        "{}",
+        answer.text()
+    );
+    assert!(
+        answer.json()["summaries"]
+            .as_array()
+            .is_some_and(|s| !s.is_empty())
+    );
+    answer.assert_no_path(&world.paths());
 }

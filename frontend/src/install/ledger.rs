@@ -113,7 +113,26 @@ pub struct Ledger {
     pub packs: BTreeMap<String, Record>,
 }
 
+impl Record {
+    /// The row `packs list --json` shows under `installed` (and the install answers carry):
+    /// `{"packName", "version", "mode", "active", "scripts"}`. No path.
+    pub fn row_json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "packName": self.pack_name,
+            "version": self.version,
+            "mode": self.mode.as_str(),
+            "active": self.active,
+            "scripts": self.scripts.as_str(),
+        })
+    }
+}
+
 impl Ledger {
+    /// Every row, in name order (`packs list --json`'s `installed`).
+    pub fn rows_json(&self) -> serde_json::Value {
+        serde_json::Value::Array(self.packs.values().map(Record::row_json).collect())
+    }
+
     /// Reads the ledger at `path`; a missing file is an empty ledger.
     pub fn read(path: &Path) -> Result<Ledger, String> {
         let text = match std::fs::read_to_string(path) {
