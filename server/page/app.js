@@ -156,12 +156,29 @@ function docsPanel(pack) {
   return details;
 }
 
+/** How `nodetool packs install` recorded the pack: its install mode, active or not, and
+ * whether its install scripts ran; for an inactive pack, the command that trusts it. */
+function installLine(pack) {
+  const install = pack.install;
+  if (!install) return null;
+  return el("p", { className: "install", "data-install-mode": install.mode, "data-active": String(install.active) },
+    el("span", { className: "chip install-mode" }, install.mode),
+    " ",
+    el("span", { className: "chip " + (install.active ? "active" : "inactive") }, install.active ? "active" : "inactive"),
+    " ",
+    el("span", { className: "muted" }, `install scripts ${install.scripts} — ${install.meaning}`),
+    !install.active && (install.mode === "register" || install.mode === "hybrid")
+      ? [" ", el("span", {}, "Trust and rebuild with "), el("code", {}, `nodetool packs trust ${pack.name}`)]
+      : null);
+}
+
 function packCard(pack) {
   return el("article", { className: "pack", "data-pack": pack.name, "data-mode": pack.mode },
     el("header", {},
       el("h2", {}, pack.name, pack.version ? el("span", { className: "version" }, " " + pack.version) : null),
       el("span", { className: "mode mode-" + pack.mode, title: pack.modeSentence }, pack.mode)),
     el("p", { className: "mode-sentence muted" }, pack.modeSentence),
+    installLine(pack),
     moduleTable(pack.modules),
     diagnosticList(pack.diagnostics),
     docsPanel(pack));

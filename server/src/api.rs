@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use axum::Json;
 use axum::extract::{Path, State};
 use nodetool_frontend::answers;
+use nodetool_frontend::install::Ledger;
 use nodetool_protocol::catalog::{Status, Summary};
 use nodetool_runtime::SandboxModuleCatalog;
 use serde_json::{Value as JsonValue, json};
@@ -26,19 +27,22 @@ const UNTRUSTED: &str = "Untrusted: its SKILL.md reaches agents only as untruste
 /// `GET /api/packs/sandbox-modules`.
 pub async fn packs_list(State(state): State<AppState>) -> Json<JsonValue> {
     let mut list = answers::packs_list_json(state.catalog().as_ref());
-    if let Some(installed) = state.installed().await {
-        list["installed"] = installed;
+    if let Some(ledger) = state.ledger().await {
+        list["installed"] = ledger.rows_json();
     }
     Json(list)
 }
 
 /// `GET /api/packs`: the Packages page's view.
 pub async fn packs_view(State(state): State<AppState>) -> Json<JsonValue> {
-    Json(view(state.catalog().as_ref()))
+    let ledger = state.ledger().await;
+    Json(view(state.catalog().as_ref(), ledger.as_ref()))
 }
 
-/// One entry per pack named by a summary or a diagnostic, sorted by name.
-pub fn view(catalog: &dyn SandboxModuleCatalog) -> JsonValue {
+/// One entry per pack named by a summary, a diagnostic or an install-ledger row, sorted by
+/// name. A pack `nodetool packs install` installed carries `install`: its mode, whether it is
+/// active, whether its scripts ran, and what the mode means.
+pub fn view(catalog: &dyn SandboxModuleCatalog, ledger: Option<&Ledger>) -> JsonValue {
     let mut packs: BTreeMap<&str, (Vec<&Summary>, Vec<&Status>)> = BTreeMap::new();
     for s in catalog.summaries() {
         packs.entry(s.pack_name.as_str()).or_default().0.push(s);
@@ -46,13 +50,26 @@ pub fn view(catalog: &dyn SandboxModuleCatalog) -> JsonValue {
     for d in catalog.diagnostics() {
         packs.entry(d.pack_name.as_str()).or_default().1.push(d);
     }
+    for name in ledger.iter().flat_map(|l| l.packs.keys()) {
+        packs.entry(name.as_str()).or_default();
+    }
     let packs: Vec<JsonValue> = packs
         .into_iter()
         .map(|(name, (modules, diagnostics))| {
             let trusted = catalog.pack_trusted(name);
+            let record = ledger.and_then(|l| l.packs.get(name));
+            let install = record.map(|r| {
+                let mut row = r.row_json();
+                row["meaning"] = json!(r.mode.meaning());
+                row
+            });
             json!({
                 "name": name,
-                "version": modules.iter().find_map(|m| m.pack_version.as_deref()),
+                "version": modules
+                    .iter()
+                    .find_map(|m| m.pack_version.as_deref())
+                    .or(record.map(|r| r.version.as_str())),
+                "install": install,
                 "mode": if trusted { "trusted" } else { "untrusted" },
                 "modeSentence": if trusted { TRUSTED } else { UNTRUSTED },
                 "hasDocs": catalog.pack_skill(name).is_some(),

@@ -82,9 +82,9 @@ pub trait CatalogSource: Send + Sync + 'static {
     /// Discovers the packs into a new catalog (blocking: it reads the filesystem).
     fn load(&self) -> Result<Arc<dyn SandboxModuleCatalog>, SourceError>;
 
-    /// The install ledger's rows (`packs list --json`'s `installed`: name, version, mode,
-    /// active, scripts; never a path), when this source has an installed root (blocking).
-    fn installed(&self) -> Option<serde_json::Value> {
+    /// The install ledger (`packs list --json`'s `installed` rows, the Packages page's install
+    /// chips), when this source has an installed root and its ledger reads (blocking).
+    fn ledger(&self) -> Option<nodetool_frontend::install::Ledger> {
         None
     }
 }
@@ -107,10 +107,10 @@ impl CatalogSource for Discovery {
         Ok(Arc::new(catalog))
     }
 
-    fn installed(&self) -> Option<serde_json::Value> {
+    fn ledger(&self) -> Option<nodetool_frontend::install::Ledger> {
         let dir = self.sources.env.install_dir()?;
         match nodetool_frontend::install::Installer::new(dir).ledger() {
-            Ok(ledger) => Some(ledger.rows_json()),
+            Ok(ledger) => Some(ledger),
             Err(e) => {
                 // The message names a local path: logged for the operator, never answered.
                 tracing::warn!("the install ledger cannot be read: {}", e.message);
@@ -167,11 +167,11 @@ impl AppState {
         self.0.catalog.snapshot()
     }
 
-    /// The install ledger's rows, read now (off the async workers), or `None` when the source
-    /// has no installed root or its ledger cannot be read.
-    pub async fn installed(&self) -> Option<serde_json::Value> {
+    /// The install ledger, read now (off the async workers), or `None` when the source has no
+    /// installed root or its ledger cannot be read.
+    pub async fn ledger(&self) -> Option<nodetool_frontend::install::Ledger> {
         let source = self.0.source.clone();
-        tokio::task::spawn_blocking(move || source.installed())
+        tokio::task::spawn_blocking(move || source.ledger())
             .await
             .ok()
             .flatten()

@@ -799,6 +799,30 @@ async fn the_packs_list_carries_the_install_ledger_rows_and_never_its_path() {
         json!([{ "packName": "@acme/host-pack", "version": "1.0.0", "mode": "register",
                  "active": false, "scripts": "skipped" }])
     );
+    // The Packages page's view shows the ledger's pack (it declares no sandbox module) with its
+    // install mode, state and what the mode means; catalog packs carry no install line.
+    let view = get(&state, "/api/packs").await.json();
+    let packs = view["packs"].as_array().cloned().unwrap_or_default();
+    let host = packs
+        .iter()
+        .find(|p| p["name"] == "@acme/host-pack")
+        .unwrap_or_else(|| panic!("the ledger's pack is missing from {view}"));
+    assert_eq!(host["version"], "1.0.0");
+    assert_eq!(host["install"]["mode"], "register");
+    assert_eq!(host["install"]["active"], false);
+    assert!(
+        host["install"]["meaning"]
+            .as_str()
+            .is_some_and(|m| m.contains("inactive")),
+        "{host}"
+    );
+    assert_eq!(host["modules"], json!([]));
+    assert!(
+        packs
+            .iter()
+            .filter(|p| p["name"] != "@acme/host-pack")
+            .all(|p| p["install"].is_null())
+    );
     // A corrupt ledger is left out of the answer (the server logs why); the catalog still lists.
     std::fs::write(
         dir.join("nodetool-packs.json"),

@@ -43,10 +43,10 @@ impl Mode {
                 "runs inside your workflows with the node's capabilities; no host code, no install scripts"
             }
             Mode::Register => {
-                "ships host code; inactive, with its install scripts not run, until you trust it"
+                "ships host code that runs outside the sandbox; inactive, its install scripts not run, until trusted"
             }
             Mode::Hybrid => {
-                "ships host code and sandbox modules; inactive, with its install scripts not run, until you trust it"
+                "ships host code and sandbox modules; inactive, its install scripts not run, until trusted"
             }
             Mode::Unknown => "declares nothing NodeTool can use; it can never be trusted",
         }
