@@ -12,20 +12,19 @@ use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
 
 use nodetool_protocol::run::RunErrorCode;
-use nodetool_protocol::value::Value;
 use rquickjs::module::{Declarations, Exports, ModuleDef};
 use rquickjs::{Ctx, Exception, Function, Object, Persistent, Promise};
 
 use crate::caps::{FetchFuture, FetchResponse, FetchSettle, settle_fetch};
-use crate::convert::{from_js, to_js};
-use crate::{DispatchFuture, Dispatcher};
+use crate::convert::{from_js, packed_to_js, to_js};
+use crate::{Dispatcher, Reply, ReplyFuture};
 
 /// What the guest is awaiting, and what to build from it when it settles.
 pub(crate) enum Awaited {
-    /// A facade's dispatcher call: settles into the converted `Value`; an uncaught failure is
+    /// A facade's dispatcher call: settles into the converted reply; an uncaught failure is
     /// reported with `code`.
     Dispatch {
-        future: DispatchFuture,
+        future: ReplyFuture,
         code: RunErrorCode,
         /// The `Error` a failure rejects with, created when the call was made so its stack
         /// points at the body line that made the call.
@@ -40,7 +39,7 @@ pub(crate) enum Awaited {
 
 /// What an [`Awaited`] future produced.
 pub(crate) enum Outcome {
-    Dispatch(Result<Value, crate::DispatchError>),
+    Dispatch(Result<Reply, crate::DispatchError>),
     Fetch(Result<FetchResponse, String>),
 }
 
@@ -249,7 +248,7 @@ fn call<'js>(
         ));
     }
     let error = Exception::from_message(ctx.clone(), "")?.into_object();
-    let future = dispatcher.call(&key_text, &export_text, values, state.deadline);
+    let future = dispatcher.call_for_guest(&key_text, &export_text, values, state.deadline);
     let queued = state.push_pending(PendingCall {
         awaited: Awaited::Dispatch {
             future,
@@ -276,8 +275,12 @@ pub(crate) fn settle<'js>(
     let reject = call.reject.restore(ctx)?;
     match (call.awaited, outcome) {
         (Awaited::Dispatch { code, error, .. }, Outcome::Dispatch(outcome)) => {
-            let converted = outcome.and_then(|value| {
-                to_js(ctx, &value, None).map_err(|e| crate::DispatchError {
+            let converted = outcome.and_then(|reply| {
+                let value = match &reply {
+                    Reply::Value(value) => to_js(ctx, value, None),
+                    Reply::Packed(packed) => packed_to_js(ctx, packed),
+                };
+                value.map_err(|e| crate::DispatchError {
                     message: format!("the result could not cross into the sandbox: {e}"),
                 })
             });

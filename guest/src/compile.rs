@@ -175,7 +175,8 @@ struct SourceAlias {
 const MAX_CACHE_ENTRIES: usize = 4_096;
 
 impl BytecodeCache {
-    /// The hardening prelude's bytecode, compiled once per process.
+    /// The bytecode of the hardening's one script (`harden::SAMPLES`), compiled once per
+    /// process.
     pub(crate) fn prelude(&self, name: &str, source: &str) -> Result<Arc<[u8]>, CompileError> {
         self.prelude
             .get_or_init(|| compile_script(name, source).map(Arc::from))

@@ -5,10 +5,14 @@
 //! getter that throws, a BigInt, nesting deeper than the cap. Nothing here can recurse without
 //! bound on the host stack.
 
+use nodetool_protocol::packed::{Packed, PackedError, Token};
 use nodetool_protocol::value::Value;
 use rquickjs::{Array, Ctx, Function, Object, TypedArray};
 
-use crate::engine::bytes_of;
+use crate::engine::{
+    Keys, SharedStrings, bytes_of, define_member, define_shared_member, define_string_member,
+    without_gc,
+};
 
 /// Deepest nesting a value may have when it crosses.
 pub(crate) const MAX_DEPTH: usize = 64;
@@ -71,6 +75,227 @@ fn to_js_at<'js>(
             frozen(object)?
         }
     })
+}
+
+/// Converts a packed host result into the guest: the JavaScript value [`to_js`] makes of
+/// `packed.to_value()` (members defined, not assigned; nothing frozen), built straight from the
+/// tape: each distinct key made a property key once, string members defined straight from
+/// their bytes, each shared string made once, objects with the same keys in the same order
+/// sharing one engine shape (see [`Shapes`]), and the cycle collector held off meanwhile (see
+/// [`without_gc`]).
+pub(crate) fn packed_to_js<'js>(
+    ctx: &Ctx<'js>,
+    packed: &Packed,
+) -> rquickjs::Result<rquickjs::Value<'js>> {
+    without_gc(ctx, || build_packed(ctx, packed))
+}
+
+fn build_packed<'js>(ctx: &Ctx<'js>, packed: &Packed) -> rquickjs::Result<rquickjs::Value<'js>> {
+    enum Open<'js> {
+        Array(Array<'js>, usize),
+        /// An object, the key of the member whose value comes next, and its keys so far as a
+        /// node of `shapes`.
+        Object(Object<'js>, usize, Option<usize>),
+    }
+    enum Failed {
+        Js(rquickjs::Error),
+        Packed(PackedError),
+    }
+    impl From<PackedError> for Failed {
+        fn from(e: PackedError) -> Failed {
+            Failed::Packed(e)
+        }
+    }
+    impl From<rquickjs::Error> for Failed {
+        fn from(e: rquickjs::Error) -> Failed {
+            Failed::Js(e)
+        }
+    }
+    let keys = Keys::new(ctx, packed.keys())?;
+    let mut strings = SharedStrings::new(ctx);
+    let mut shapes = Shapes::new();
+    let mut open: Vec<Open<'js>> = Vec::new();
+    let mut root: Option<rquickjs::Value<'js>> = None;
+    let walked = packed.walk(|token| -> Result<(), Failed> {
+        if !matches!(token, Token::Key(_) | Token::End) && open.len() > MAX_DEPTH {
+            return Err(rquickjs::Error::new_into_js_message(
+                "value",
+                "JavaScript",
+                "nested too deeply",
+            )
+            .into());
+        }
+        let value = match token {
+            Token::Key(key) => {
+                if let Some(Open::Object(object, pending, node)) = open.last_mut() {
+                    *pending = key as usize;
+                    *node = match *node {
+                        Some(at) => shapes.step(object.ctx(), &keys, at, *pending)?,
+                        None => None,
+                    };
+                }
+                return Ok(());
+            }
+            Token::Array => {
+                open.push(Open::Array(Array::new(ctx.clone())?, 0));
+                return Ok(());
+            }
+            Token::Object => {
+                open.push(Open::Object(Object::new(ctx.clone())?, 0, Some(0)));
+                return Ok(());
+            }
+            Token::String(s) => {
+                if let Some(Open::Object(object, key, _)) = open.last() {
+                    define_string_member(object, &keys, *key, s)?;
+                    return Ok(());
+                }
+                rquickjs::String::from_str(ctx.clone(), s)?.into_value()
+            }
+            Token::Shared(s, index) => {
+                if let Some(Open::Object(object, key, _)) = open.last() {
+                    define_shared_member(object, &keys, *key, &mut strings, index, s)?;
+                    return Ok(());
+                }
+                strings.value(index, s)?
+            }
+            Token::End => match open.pop() {
+                Some(Open::Array(array, _)) => array.into_value(),
+                Some(Open::Object(object, ..)) => object.into_value(),
+                None => return Ok(()),
+            },
+            Token::Undefined => rquickjs::Value::new_undefined(ctx.clone()),
+            Token::Null => rquickjs::Value::new_null(ctx.clone()),
+            Token::Bool(b) => rquickjs::Value::new_bool(ctx.clone(), b),
+            Token::Number(n) => rquickjs::Value::new_number(ctx.clone(), n),
+            Token::Bytes(b) => TypedArray::<u8>::new_copy(ctx.clone(), b)?.into_value(),
+        };
+        match open.last_mut() {
+            Some(Open::Array(array, next)) => {
+                array.set(*next, value)?;
+                *next += 1;
+            }
+            Some(Open::Object(object, key, _)) => define_member(object, &keys, *key, &value)?,
+            None => root = Some(value),
+        }
+        Ok(())
+    });
+    match walked {
+        Ok(()) => root.ok_or_else(|| {
+            rquickjs::Error::new_into_js_message("value", "JavaScript", "a packed value is empty")
+        }),
+        Err(Failed::Js(e)) => Err(e),
+        Err(Failed::Packed(e)) => Err(rquickjs::Error::new_into_js_message(
+            "value",
+            "JavaScript",
+            e.to_string(),
+        )),
+    }
+}
+
+/// Key sequences seen while converting one result, each seen twice held by a template object
+/// so that the engine shape for it stays alive.
+///
+/// QuickJS finds an existing shape when a property is added (the shape for "these keys, then
+/// this one"), but only while some object still holds that shape: an object whose shape it
+/// alone holds grows that shape in place. Built one after another, a thousand records with the
+/// same keys would get a thousand private shapes (a hash table and a property table each) and
+/// pay to build every one. With a template holding each prefix, every record from the second on
+/// walks the same shared shapes; a key sequence seen once (a document's root) costs nothing.
+/// Templates are made for the first [`Shapes::MAX_NODES`] prefixes of at most
+/// [`Shapes::MAX_KEYS`] keys; past either cap, objects get shapes of their own, as before.
+struct Shapes<'js> {
+    nodes: Vec<ShapeNode<'js>>,
+}
+
+struct ShapeNode<'js> {
+    parent: usize,
+    key: usize,
+    depth: usize,
+    /// (key, node) for each key seen after this prefix.
+    next: Vec<(usize, usize)>,
+    /// Holds the prefix's shape, from the prefix's second use on (the empty prefix's shape the
+    /// engine keeps).
+    template: Option<Object<'js>>,
+}
+
+impl<'js> Shapes<'js> {
+    const MAX_NODES: usize = 1024;
+    const MAX_KEYS: usize = 64;
+
+    fn new() -> Shapes<'js> {
+        Shapes {
+            nodes: vec![ShapeNode {
+                parent: 0,
+                key: 0,
+                depth: 0,
+                next: Vec::new(),
+                template: None,
+            }],
+        }
+    }
+
+    /// The node for `at`'s keys followed by `key`: made on first use, given its template on
+    /// the second; `None` past the caps.
+    fn step(
+        &mut self,
+        ctx: &Ctx<'js>,
+        keys: &Keys<'js>,
+        at: usize,
+        key: usize,
+    ) -> rquickjs::Result<Option<usize>> {
+        let Some(node) = self.nodes.get(at) else {
+            return Ok(None);
+        };
+        if let Some(&(_, next)) = node.next.iter().find(|(k, _)| *k == key) {
+            if self.nodes.get(next).is_some_and(|n| n.template.is_none()) {
+                let template = self.template(ctx, keys, next)?;
+                if let Some(node) = self.nodes.get_mut(next) {
+                    node.template = Some(template);
+                }
+            }
+            return Ok(Some(next));
+        }
+        if node.depth >= Self::MAX_KEYS || self.nodes.len() >= Self::MAX_NODES {
+            return Ok(None);
+        }
+        let id = self.nodes.len();
+        self.nodes.push(ShapeNode {
+            parent: at,
+            key,
+            depth: node.depth + 1,
+            next: Vec::new(),
+            template: None,
+        });
+        if let Some(node) = self.nodes.get_mut(at) {
+            node.next.push((key, id));
+        }
+        Ok(Some(id))
+    }
+
+    /// An object with node `at`'s keys in order (each value undefined): its shape is the one
+    /// every object with those keys then finds.
+    fn template(
+        &self,
+        ctx: &Ctx<'js>,
+        keys: &Keys<'js>,
+        at: usize,
+    ) -> rquickjs::Result<Object<'js>> {
+        let mut path = Vec::new();
+        let mut walk = at;
+        while walk != 0 {
+            let Some(node) = self.nodes.get(walk) else {
+                break;
+            };
+            path.push(node.key);
+            walk = node.parent;
+        }
+        let template = Object::new(ctx.clone())?;
+        let undefined = rquickjs::Value::new_undefined(ctx.clone());
+        for &key in path.iter().rev() {
+            define_member(&template, keys, key, &undefined)?;
+        }
+        Ok(template)
+    }
 }
 
 /// Why a guest value could not cross, with the path to the offending part (`result.a[2]`).

@@ -139,9 +139,9 @@ pub(crate) fn bytes_of(value: &Value<'_>) -> Option<Vec<u8>> {
         .map(<[u8]>::to_vec)
 }
 
-/// Compiles `source` as strict global script code into bytecode, in an eval-capable context.
-/// Used for the hardening prelude only: a script skips the module machinery a module would pay
-/// for on every run.
+/// Compiles `source` as strict global script code into bytecode, in an eval-capable context,
+/// without source text or debug information (the hardening samples are internal code whose
+/// positions nobody reads, and a smaller script reads back faster in every run).
 pub(crate) fn compile_script(ctx: &Ctx<'_>, name: &str, source: &str) -> rquickjs::Result<Vec<u8>> {
     let raw = ctx.as_raw().as_ptr();
     let name = std::ffi::CString::new(name)?;
@@ -161,7 +161,9 @@ pub(crate) fn compile_script(ctx: &Ctx<'_>, name: &str, source: &str) -> rquickj
             raw,
             &mut length,
             function,
-            qjs::JS_WRITE_OBJ_BYTECODE as i32,
+            (qjs::JS_WRITE_OBJ_BYTECODE
+                | qjs::JS_WRITE_OBJ_STRIP_SOURCE
+                | qjs::JS_WRITE_OBJ_STRIP_DEBUG) as i32,
         );
         qjs::JS_FreeValue(raw, function);
         if buffer.is_null() {
@@ -173,11 +175,12 @@ pub(crate) fn compile_script(ctx: &Ctx<'_>, name: &str, source: &str) -> rquickj
     }
 }
 
-/// Runs script bytecode written by [`compile_script`] in `ctx`'s global scope.
-pub(crate) fn run_script(ctx: &Ctx<'_>, bytes: &[u8]) -> rquickjs::Result<()> {
+/// Runs script bytecode written by [`compile_script`] in `ctx`'s global scope and returns its
+/// completion value.
+pub(crate) fn eval_script<'js>(ctx: &Ctx<'js>, bytes: &[u8]) -> rquickjs::Result<Value<'js>> {
     let raw = ctx.as_raw().as_ptr();
     // SAFETY: the bytes are this process's own compiler output (see `load_module`); the
-    // function value is consumed by JS_EvalFunction and its result released.
+    // function value is consumed by JS_EvalFunction, whose result `Value::from_raw` owns.
     unsafe {
         let function = qjs::JS_ReadObject(
             raw,
@@ -192,7 +195,537 @@ pub(crate) fn run_script(ctx: &Ctx<'_>, bytes: &[u8]) -> rquickjs::Result<()> {
         if qjs::JS_IsException(result) {
             return Err(rquickjs::Error::Exception);
         }
-        qjs::JS_FreeValue(raw, result);
+        Ok(Value::from_raw(ctx.clone(), result))
+    }
+}
+
+/// Defines `object[key] = value` as a data property that is neither writable, enumerable nor
+/// configurable, replacing an existing configurable property (the attributes are set
+/// explicitly, not inherited from the property being replaced).
+pub(crate) fn lock_property<'js>(
+    object: &Object<'js>,
+    key: &str,
+    value: Value<'js>,
+) -> rquickjs::Result<()> {
+    let ctx = object.ctx();
+    let raw = ctx.as_raw().as_ptr();
+    let key = std::ffi::CString::new(key)?;
+    // SAFETY: `key` is NUL-terminated and outlives the calls; the atom taken is released once;
+    // JS_DefinePropertyValue consumes one reference to the value, so one is taken for it (the
+    // `Value` releases its own when dropped). Flags without the WRITABLE, ENUMERABLE and
+    // CONFIGURABLE bits make all three false (JS_DefinePropertyValue sets their HAS_ bits).
+    unsafe {
+        let atom = qjs::JS_NewAtom(raw, key.as_ptr());
+        if atom == qjs::JS_ATOM_NULL as qjs::JSAtom {
+            return Err(rquickjs::Error::Exception);
+        }
+        let value = qjs::JS_DupValue(raw, value.as_raw());
+        let result = qjs::JS_DefinePropertyValue(
+            raw,
+            object.as_raw(),
+            atom,
+            value,
+            qjs::JS_PROP_THROW as i32,
+        );
+        qjs::JS_FreeAtom(raw, atom);
+        if result < 0 {
+            return Err(rquickjs::Error::Exception);
+        }
         Ok(())
+    }
+}
+
+/// The allocator behind every sandbox runtime.
+///
+/// QuickJS serves small allocations from 4 KiB arenas it takes from this allocator, and a run
+/// frees every one of them when its runtime is dropped. Handed straight to the system
+/// allocator, that memory went back to the kernel at the end of each run (the heap top was
+/// trimmed) and was faulted in again, zeroed, by the next run. Here each thread keeps a bounded
+/// stack of freed arena-sized chunks and hands them to its next run instead; everything else
+/// goes to the system allocator. A run still starts from a fresh runtime: QuickJS initializes
+/// every block it takes (`calloc` requests are zeroed here), exactly as it must with recycled
+/// `malloc` memory, and the memory limit is enforced by the runtime's own accounting.
+pub(crate) struct RunAllocator;
+
+/// Every block carries its usable size in front of it (16 bytes keeps the 16-byte alignment).
+const BLOCK_HEADER: usize = 16;
+const BLOCK_ALIGN: usize = 16;
+/// The recycled class: requests from `CHUNK_MIN` to `CHUNK` bytes get a whole chunk. QuickJS
+/// asks for its arenas in that band (a 4 KiB arena less the unused tail, at most one block of
+/// at most 512 bytes); anything else in it wastes at most 12.5%.
+const CHUNK: usize = 4096;
+const CHUNK_MIN: usize = CHUNK - 512;
+/// Chunks a thread keeps between runs (1 MiB): enough for a typical run's arenas; a bigger run
+/// returns the excess to the system allocator.
+const CHUNKS_KEPT: usize = 256;
+
+struct ChunkCache(std::cell::RefCell<Vec<NonNull<u8>>>);
+
+impl Drop for ChunkCache {
+    fn drop(&mut self) {
+        for chunk in self.0.get_mut().drain(..) {
+            // SAFETY: every cached pointer came from `std::alloc::alloc` with `chunk_layout()`
+            // and is owned by the cache alone.
+            unsafe { std::alloc::dealloc(chunk.as_ptr(), chunk_layout()) };
+        }
+    }
+}
+
+thread_local! {
+    static CHUNK_CACHE: ChunkCache = const { ChunkCache(std::cell::RefCell::new(Vec::new())) };
+}
+
+/// The memory of one chunk: its header and `CHUNK` usable bytes.
+#[repr(C, align(16))]
+struct Chunk([u8; CHUNK + BLOCK_HEADER]);
+
+fn chunk_layout() -> std::alloc::Layout {
+    std::alloc::Layout::new::<Chunk>()
+}
+
+/// The layout of a block with `usable` bytes, or `None` when the size overflows.
+fn block_layout(usable: usize) -> Option<std::alloc::Layout> {
+    if usable == CHUNK {
+        return Some(chunk_layout());
+    }
+    let total = usable.checked_add(BLOCK_HEADER)?;
+    std::alloc::Layout::from_size_align(total, BLOCK_ALIGN).ok()
+}
+
+/// The usable size a request of `size` bytes gets.
+fn usable_for(size: usize) -> Option<usize> {
+    if (CHUNK_MIN..=CHUNK).contains(&size) {
+        return Some(CHUNK);
+    }
+    size.max(1).checked_next_multiple_of(BLOCK_ALIGN)
+}
+
+impl RunAllocator {
+    fn take_chunk() -> *mut u8 {
+        let cached = CHUNK_CACHE
+            .try_with(|cache| cache.0.borrow_mut().pop())
+            .ok()
+            .flatten();
+        match cached {
+            Some(chunk) => chunk.as_ptr(),
+            // SAFETY: the layout has a non-zero size.
+            None => unsafe { std::alloc::alloc(chunk_layout()) },
+        }
+    }
+
+    /// # Safety
+    /// `base` must be a chunk from `take_chunk`, not used afterwards.
+    unsafe fn give_chunk(base: *mut u8) {
+        let Some(chunk) = NonNull::new(base) else {
+            return;
+        };
+        let kept = CHUNK_CACHE
+            .try_with(|cache| {
+                let mut cache = cache.0.borrow_mut();
+                if cache.len() < CHUNKS_KEPT {
+                    cache.push(chunk);
+                    true
+                } else {
+                    false
+                }
+            })
+            .unwrap_or(false);
+        if !kept {
+            // SAFETY: the chunk was allocated with `chunk_layout()` and is no longer used.
+            unsafe { std::alloc::dealloc(base, chunk_layout()) };
+        }
+    }
+
+    /// The header of the block whose user pointer is `ptr`.
+    ///
+    /// # Safety
+    /// `ptr` must be a live block from this allocator.
+    unsafe fn base_and_usable(ptr: *mut u8) -> (*mut u8, usize) {
+        // SAFETY: every block starts BLOCK_HEADER bytes before its user pointer with its usable
+        // size written there (aligned for usize).
+        unsafe {
+            let base = ptr.sub(BLOCK_HEADER);
+            (base, base.cast::<usize>().read())
+        }
+    }
+}
+
+// SAFETY: every pointer returned is null or the user part of a block at least as large as
+// requested and 16-byte aligned (BLOCK_HEADER is a multiple of BLOCK_ALIGN); the usable size in
+// its header is exact and never changes while the block lives, so QuickJS's accounting (which
+// adds it on allocation and subtracts it on free) balances; `dealloc` and `realloc` accept only
+// blocks from this allocator, which QuickJS guarantees by construction (one allocator per
+// runtime, one thread per runtime).
+unsafe impl rquickjs::allocator::Allocator for RunAllocator {
+    fn alloc(&mut self, size: usize) -> *mut u8 {
+        let Some(usable) = usable_for(size) else {
+            return std::ptr::null_mut();
+        };
+        let base = if usable == CHUNK {
+            Self::take_chunk()
+        } else {
+            match block_layout(usable) {
+                // SAFETY: the layout has a non-zero size.
+                Some(layout) => unsafe { std::alloc::alloc(layout) },
+                None => return std::ptr::null_mut(),
+            }
+        };
+        if base.is_null() {
+            return base;
+        }
+        // SAFETY: the block has room for the header and `usable` bytes after it.
+        unsafe {
+            base.cast::<usize>().write(usable);
+            base.add(BLOCK_HEADER)
+        }
+    }
+
+    fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
+        let Some(usable) = count.checked_mul(size).and_then(usable_for) else {
+            return std::ptr::null_mut();
+        };
+        if usable == CHUNK {
+            let ptr = self.alloc(usable);
+            if !ptr.is_null() {
+                // SAFETY: a chunk has `CHUNK` usable bytes; a recycled one is dirty.
+                unsafe { ptr.write_bytes(0, CHUNK) };
+            }
+            return ptr;
+        }
+        // Larger blocks come zeroed from the system allocator, which can hand out fresh pages
+        // without writing them (a big ArrayBuffer costs nothing until it is used).
+        let Some(layout) = block_layout(usable) else {
+            return std::ptr::null_mut();
+        };
+        // SAFETY: the layout has a non-zero size.
+        let base = unsafe { std::alloc::alloc_zeroed(layout) };
+        if base.is_null() {
+            return base;
+        }
+        // SAFETY: the block has room for the header and `usable` bytes after it.
+        unsafe {
+            base.cast::<usize>().write(usable);
+            base.add(BLOCK_HEADER)
+        }
+    }
+
+    unsafe fn dealloc(&mut self, ptr: *mut u8) {
+        if ptr.is_null() {
+            return;
+        }
+        // SAFETY: the caller passes a live block of this allocator.
+        let (base, usable) = unsafe { Self::base_and_usable(ptr) };
+        if usable == CHUNK {
+            // SAFETY: a CHUNK-sized block is always a chunk from `take_chunk`.
+            unsafe { Self::give_chunk(base) };
+        } else if let Some(layout) = block_layout(usable) {
+            // SAFETY: the block was allocated with this very layout.
+            unsafe { std::alloc::dealloc(base, layout) };
+        }
+    }
+
+    unsafe fn realloc(&mut self, ptr: *mut u8, new_size: usize) -> *mut u8 {
+        if ptr.is_null() {
+            return self.alloc(new_size);
+        }
+        // SAFETY: the caller passes a live block of this allocator.
+        let (base, usable) = unsafe { Self::base_and_usable(ptr) };
+        let Some(new_usable) = usable_for(new_size) else {
+            return std::ptr::null_mut();
+        };
+        if new_usable == usable {
+            return ptr;
+        }
+        if usable != CHUNK && new_usable != CHUNK {
+            let (Some(old), Some(new)) = (block_layout(usable), block_layout(new_usable)) else {
+                return std::ptr::null_mut();
+            };
+            // SAFETY: `base` was allocated with `old`; the new size is non-zero and fits
+            // `isize` (checked by `block_layout`). On failure the old block stays valid.
+            let moved = unsafe { std::alloc::realloc(base, old, new.size()) };
+            if moved.is_null() {
+                return moved;
+            }
+            // SAFETY: the block has room for the header and `new_usable` bytes.
+            unsafe {
+                moved.cast::<usize>().write(new_usable);
+                return moved.add(BLOCK_HEADER);
+            }
+        }
+        // Into or out of the chunk class: a new block, the contents copied.
+        let fresh = self.alloc(new_size);
+        if fresh.is_null() {
+            return fresh;
+        }
+        // SAFETY: both blocks are live and distinct; the copy fits both.
+        unsafe {
+            std::ptr::copy_nonoverlapping(ptr, fresh, usable.min(new_usable));
+            self.dealloc(ptr);
+        }
+        fresh
+    }
+
+    unsafe fn usable_size(ptr: *mut u8) -> usize {
+        if ptr.is_null() {
+            return 0;
+        }
+        // SAFETY: QuickJS asks only about live blocks of this allocator.
+        unsafe { Self::base_and_usable(ptr).1 }
+    }
+}
+
+// Building host results in the guest (`convert::packed_to_js`): property keys made once per
+// result, members defined straight from their bytes, and the cycle collector held off while a
+// result that cannot contain garbage is built.
+
+/// Property keys (atoms) for one conversion, released when dropped.
+pub(crate) struct Keys<'js> {
+    ctx: Ctx<'js>,
+    atoms: Vec<qjs::JSAtom>,
+}
+
+impl<'js> Keys<'js> {
+    /// The atom of each name, in order.
+    pub(crate) fn new(ctx: &Ctx<'js>, names: &[String]) -> rquickjs::Result<Keys<'js>> {
+        let mut keys = Keys {
+            ctx: ctx.clone(),
+            atoms: Vec::with_capacity(names.len()),
+        };
+        for name in names {
+            // SAFETY: the pointer and length describe `name`'s bytes, alive for the call. The
+            // atom is released by `drop`.
+            let atom = unsafe {
+                qjs::JS_NewAtomLen(ctx.as_raw().as_ptr(), name.as_ptr().cast(), name.len() as _)
+            };
+            if atom == qjs::JS_ATOM_NULL {
+                return Err(rquickjs::Error::Exception);
+            }
+            keys.atoms.push(atom);
+        }
+        Ok(keys)
+    }
+
+    fn atom(&self, key: usize) -> rquickjs::Result<qjs::JSAtom> {
+        // A `match`, not `ok_or`: an error value made and dropped per member shows up.
+        match self.atoms.get(key) {
+            Some(&atom) => Ok(atom),
+            None => Err(rquickjs::Error::Unknown),
+        }
+    }
+}
+
+impl Drop for Keys<'_> {
+    fn drop(&mut self) {
+        for &atom in &self.atoms {
+            // SAFETY: each atom was made by `Keys::new` in this context and is released once.
+            unsafe { qjs::JS_FreeAtom(self.ctx.as_raw().as_ptr(), atom) };
+        }
+    }
+}
+
+/// Flags of an ordinary data member (an object literal's): writable, enumerable,
+/// configurable; a failure throws.
+const MEMBER_FLAGS: i32 = (qjs::JS_PROP_C_W_E | qjs::JS_PROP_THROW) as i32;
+
+/// Defines `object[key] = value` as an ordinary data member: defined, not assigned, so a
+/// `__proto__` key stays an ordinary key and no setter on the prototype chain runs (what
+/// `Object::prop` with a writable, enumerable, configurable `Property` does).
+pub(crate) fn define_member<'js>(
+    object: &Object<'js>,
+    keys: &Keys<'js>,
+    key: usize,
+    value: &Value<'js>,
+) -> rquickjs::Result<()> {
+    let atom = keys.atom(key)?;
+    let ctx = object.ctx().as_raw().as_ptr();
+    // SAFETY: `object`, `value` and `atom` are live in this context. JS_DefinePropertyValue
+    // takes one reference to the value, so one is added first; the caller keeps its own.
+    let defined = unsafe {
+        let value = qjs::JS_DupValue(ctx, value.as_raw());
+        qjs::JS_DefinePropertyValue(ctx, object.as_raw(), atom, value, MEMBER_FLAGS)
+    };
+    if defined < 0 {
+        return Err(rquickjs::Error::Exception);
+    }
+    Ok(())
+}
+
+/// [`define_member`] with a new string made of `s`, without a `Value` in between.
+pub(crate) fn define_string_member<'js>(
+    object: &Object<'js>,
+    keys: &Keys<'js>,
+    key: usize,
+    s: &str,
+) -> rquickjs::Result<()> {
+    let atom = keys.atom(key)?;
+    let ctx = object.ctx().as_raw().as_ptr();
+    // SAFETY: the pointer and length describe `s`'s bytes, alive for the call; the new string
+    // is checked for an exception before use, and JS_DefinePropertyValue takes its only
+    // reference (releasing it whether or not the definition succeeds).
+    let defined = unsafe {
+        let value = qjs::JS_NewStringLen(ctx, s.as_ptr().cast(), s.len() as _);
+        if qjs::JS_IsException(value) {
+            return Err(rquickjs::Error::Exception);
+        }
+        qjs::JS_DefinePropertyValue(ctx, object.as_raw(), atom, value, MEMBER_FLAGS)
+    };
+    if defined < 0 {
+        return Err(rquickjs::Error::Exception);
+    }
+    Ok(())
+}
+
+/// Runs `build` with the cycle collector held off, for building a host result: everything
+/// `build` makes is reachable from the result, so a collection in the middle finds nothing to
+/// free and only walks the growing heap (for a large result, over and over: the threshold
+/// grows by half the heap each time). Afterwards the old threshold is back, so the next
+/// allocation that checks it collects once, as it would have. The memory limit is the
+/// runtime's allocation accounting, which this does not touch.
+pub(crate) fn without_gc<R>(ctx: &Ctx<'_>, build: impl FnOnce() -> R) -> R {
+    struct Restore(*mut qjs::JSRuntime, qjs::size_t);
+    impl Drop for Restore {
+        fn drop(&mut self) {
+            // SAFETY: the runtime outlives the conversion this guard is dropped at the end of.
+            unsafe { qjs::JS_SetGCThreshold(self.0, self.1) };
+        }
+    }
+    // SAFETY: a context's runtime is live while the context is; setting the threshold only
+    // changes when the engine decides to collect.
+    let _restore = unsafe {
+        let rt = qjs::JS_GetRuntime(ctx.as_raw().as_ptr());
+        let restore = Restore(rt, qjs::JS_GetGCThreshold(rt));
+        qjs::JS_SetGCThreshold(rt, qjs::size_t::MAX);
+        restore
+    };
+    build()
+}
+
+/// The shared strings of one conversion (`nodetool_protocol::packed`), by index: each made
+/// once, at its first occurrence, and held until dropped.
+pub(crate) struct SharedStrings<'js> {
+    ctx: Ctx<'js>,
+    values: Vec<qjs::JSValue>,
+}
+
+impl<'js> SharedStrings<'js> {
+    pub(crate) fn new(ctx: &Ctx<'js>) -> SharedStrings<'js> {
+        SharedStrings {
+            ctx: ctx.clone(),
+            values: Vec::new(),
+        }
+    }
+
+    /// Shared string `index`, made of `s` at its first occurrence (indexes come in order),
+    /// still held by the table.
+    fn raw(&mut self, index: u32, s: &str) -> rquickjs::Result<qjs::JSValue> {
+        let index = index as usize;
+        if let Some(&value) = self.values.get(index) {
+            return Ok(value);
+        }
+        if index != self.values.len() {
+            return Err(rquickjs::Error::Unknown);
+        }
+        // SAFETY: the pointer and length describe `s`'s bytes, alive for the call; the string
+        // is checked for an exception, and the table keeps its reference until `drop`.
+        unsafe {
+            let value =
+                qjs::JS_NewStringLen(self.ctx.as_raw().as_ptr(), s.as_ptr().cast(), s.len() as _);
+            if qjs::JS_IsException(value) {
+                return Err(rquickjs::Error::Exception);
+            }
+            self.values.push(value);
+            Ok(value)
+        }
+    }
+
+    /// Shared string `index` as a value of its own.
+    pub(crate) fn value(&mut self, index: u32, s: &str) -> rquickjs::Result<Value<'js>> {
+        let value = self.raw(index, s)?;
+        // SAFETY: the table holds `value`; the new reference is owned by the returned `Value`.
+        Ok(unsafe {
+            Value::from_raw(
+                self.ctx.clone(),
+                qjs::JS_DupValue(self.ctx.as_raw().as_ptr(), value),
+            )
+        })
+    }
+}
+
+impl Drop for SharedStrings<'_> {
+    fn drop(&mut self) {
+        for &value in &self.values {
+            // SAFETY: each value is the table's own reference, released once.
+            unsafe { qjs::JS_FreeValue(self.ctx.as_raw().as_ptr(), value) };
+        }
+    }
+}
+
+/// [`define_member`] with shared string `index` (made of `s` at its first occurrence).
+pub(crate) fn define_shared_member<'js>(
+    object: &Object<'js>,
+    keys: &Keys<'js>,
+    key: usize,
+    strings: &mut SharedStrings<'js>,
+    index: u32,
+    s: &str,
+) -> rquickjs::Result<()> {
+    let atom = keys.atom(key)?;
+    let value = strings.raw(index, s)?;
+    let ctx = object.ctx().as_raw().as_ptr();
+    // SAFETY: `object`, `atom` and the table's `value` are live in this context;
+    // JS_DefinePropertyValue takes the reference added for it.
+    let defined = unsafe {
+        let value = qjs::JS_DupValue(ctx, value);
+        qjs::JS_DefinePropertyValue(ctx, object.as_raw(), atom, value, MEMBER_FLAGS)
+    };
+    if defined < 0 {
+        return Err(rquickjs::Error::Exception);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod run_allocator_tests {
+    use rquickjs::allocator::Allocator as _;
+
+    use super::{CHUNK, RunAllocator};
+
+    #[test]
+    fn blocks_keep_their_contents_across_classes_and_recycled_chunks_are_zeroed() {
+        let mut allocator = RunAllocator;
+        // SAFETY: every pointer passed back is a live block of this allocator, used within the
+        // usable size it reports.
+        unsafe {
+            let small = allocator.alloc(100);
+            assert!(!small.is_null());
+            assert_eq!(RunAllocator::usable_size(small), 112);
+            for i in 0..100 {
+                small.add(i).write(i as u8);
+            }
+            let chunk = allocator.realloc(small, 4_000);
+            assert_eq!(RunAllocator::usable_size(chunk), CHUNK);
+            assert!((0..100).all(|i| chunk.add(i).read() == i as u8));
+            chunk.write_bytes(0xAA, CHUNK);
+            allocator.dealloc(chunk);
+
+            let zeroed = allocator.calloc(1, 3_900);
+            assert_eq!(RunAllocator::usable_size(zeroed), CHUNK);
+            assert!((0..CHUNK).all(|i| zeroed.add(i).read() == 0));
+            zeroed.write(7);
+            let large = allocator.realloc(zeroed, 10_000);
+            assert_eq!(RunAllocator::usable_size(large), 10_000);
+            assert_eq!(large.read(), 7);
+            let larger = allocator.realloc(large, 100_000);
+            assert_eq!(larger.read(), 7);
+            allocator.dealloc(larger);
+
+            let big = allocator.calloc(1_000, 1_000);
+            assert!(
+                (0..1_000_000)
+                    .step_by(4_096)
+                    .all(|i| big.add(i).read() == 0)
+            );
+            allocator.dealloc(big);
+        }
     }
 }

@@ -26,6 +26,7 @@ mod compile;
 mod convert;
 mod engine;
 mod entry;
+mod harden;
 mod loader;
 mod run;
 pub mod validate;
@@ -87,7 +88,9 @@ impl CancelToken {
     }
 }
 
-pub use nodetool_runtime::dispatch::{DispatchError, DispatchFuture, Dispatcher};
+pub use nodetool_runtime::dispatch::{
+    DispatchError, DispatchFuture, Dispatcher, Reply, ReplyFuture,
+};
 
 /// The dispatchers a run's facades reach.
 #[derive(Clone, Default)]

@@ -5,6 +5,7 @@
 //!
 //! Each figure is the median over runs of (a run calling the module) minus the median of (the
 //! same run that only touches its input), so it is the call and the crossing, not the run.
+//! `BENCH_ONLY=csv,xml` limits the run to those rows.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -125,69 +126,83 @@ fn main() {
         dispatcher,
     };
     let mb = |bytes: usize, d: Duration| bytes as f64 / 1e6 / d.as_secs_f64();
+    // `BENCH_ONLY=csv,xml` runs only those rows (a profiler run wants one module at a time).
+    let only = std::env::var("BENCH_ONLY").ok();
+    let wanted = |name: &str| {
+        only.as_deref()
+            .is_none_or(|only| only.split(',').any(|w| w.trim() == name))
+    };
 
-    let csv = text("data.csv");
-    let inputs = Value::Object(vec![("text".into(), Value::String(csv.clone()))]);
-    let (d, rows) = bench.measure(
+    if wanted("csv") {
+        let csv = text("data.csv");
+        let inputs = Value::Object(vec![("text".into(), Value::String(csv.clone()))]);
+        let (d, rows) = bench.measure(
         runs,
         "import { parse } from '@nodetool-ai/sandbox-csv'; const rows = await parse(inputs.text, { header: true }); return rows.length;",
         "return inputs.text.length;",
         &inputs,
     );
-    println!(
-        "csv.parse, header (papaparse: 31 MB/s): {:.1} MB/s ({:.0} ms, {} rows, {} bytes)",
-        mb(csv.len(), d),
-        d.as_secs_f64() * 1e3,
-        rows.to_json(),
-        csv.len()
-    );
+        println!(
+            "csv.parse, header (papaparse: 31 MB/s): {:.1} MB/s ({:.0} ms, {} rows, {} bytes)",
+            mb(csv.len(), d),
+            d.as_secs_f64() * 1e3,
+            rows.to_json(),
+            csv.len()
+        );
+    }
 
-    let xml = text("data.xml");
-    let inputs = Value::Object(vec![("text".into(), Value::String(xml.clone()))]);
-    let (d, _) = bench.measure(
+    if wanted("xml") {
+        let xml = text("data.xml");
+        let inputs = Value::Object(vec![("text".into(), Value::String(xml.clone()))]);
+        let (d, _) = bench.measure(
         runs,
         "import { parse } from '@nodetool-ai/sandbox-xml'; const doc = await parse(inputs.text); return Object.keys(doc).length;",
         "return inputs.text.length;",
         &inputs,
     );
-    println!(
-        "xml.parse, attributes (fast-xml-parser: 5.8 MB/s): {:.1} MB/s ({:.0} ms, {} bytes)",
-        mb(xml.len(), d),
-        d.as_secs_f64() * 1e3,
-        xml.len()
-    );
+        println!(
+            "xml.parse, attributes (fast-xml-parser: 5.8 MB/s): {:.1} MB/s ({:.0} ms, {} bytes)",
+            mb(xml.len(), d),
+            d.as_secs_f64() * 1e3,
+            xml.len()
+        );
+    }
 
-    let zip = read("data.zip");
-    let inputs = Value::Object(vec![("zip".into(), Value::Bytes(zip.clone()))]);
-    let (d, total) = bench.measure(
+    if wanted("zip") {
+        let zip = read("data.zip");
+        let inputs = Value::Object(vec![("zip".into(), Value::Bytes(zip.clone()))]);
+        let (d, total) = bench.measure(
         runs,
         "import { unzip } from '@nodetool-ai/sandbox-zip'; const files = await unzip(inputs.zip); let n = 0; for (const k in files) n += files[k].length; return n;",
         "return inputs.zip.length;",
         &inputs,
     );
-    let inflated = match total {
-        Value::Number(n) => n as usize,
-        _ => 0,
-    };
-    println!(
-        "zip.unzip (fflate: 101 MB/s of output): {:.1} MB/s of output ({:.0} ms, {inflated} bytes out)",
-        mb(inflated, d),
-        d.as_secs_f64() * 1e3
-    );
+        let inflated = match total {
+            Value::Number(n) => n as usize,
+            _ => 0,
+        };
+        println!(
+            "zip.unzip (fflate: 101 MB/s of output): {:.1} MB/s of output ({:.0} ms, {inflated} bytes out)",
+            mb(inflated, d),
+            d.as_secs_f64() * 1e3
+        );
+    }
 
-    let (a, b) = (text("diff-a.txt"), text("diff-b.txt"));
-    let inputs = Value::Object(vec![
-        ("a".into(), Value::String(a)),
-        ("b".into(), Value::String(b)),
-    ]);
-    let (d, _) = bench.measure(
+    if wanted("diff") {
+        let (a, b) = (text("diff-a.txt"), text("diff-b.txt"));
+        let inputs = Value::Object(vec![
+            ("a".into(), Value::String(a)),
+            ("b".into(), Value::String(b)),
+        ]);
+        let (d, _) = bench.measure(
         runs,
         "import { unified } from '@nodetool-ai/sandbox-diff'; const patch = await unified(inputs.a, inputs.b); return patch.length;",
         "return inputs.a.length + inputs.b.length;",
         &inputs,
     );
-    println!(
-        "diff.unified, 10,000-line texts (diff: 26 ms): {:.1} ms",
-        d.as_secs_f64() * 1e3
-    );
+        println!(
+            "diff.unified, 10,000-line texts (diff: 26 ms): {:.1} ms",
+            d.as_secs_f64() * 1e3
+        );
+    }
 }

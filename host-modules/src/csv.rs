@@ -14,6 +14,7 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
+use nodetool_protocol::packed::{KeyId, Packed, PackedWriter, SharedCache};
 use nodetool_protocol::value::Value;
 
 use crate::limits::{bool_option, option, options_of, require_text};
@@ -37,6 +38,14 @@ const MAX_CELL_DEPTH: usize = 512;
 /// `parse(text, {header=true, delimiter})`: header true -> an array of records keyed by the
 /// first row; header false -> an array of row arrays. Values are strings.
 pub fn parse(args: &[Value]) -> Result<Value, String> {
+    parse_packed(args)?
+        .to_value()
+        .map_err(|e| format!("csv.parse: {e}"))
+}
+
+/// [`parse`], packed for the guest: the records are written as they are read, into a few
+/// buffers, with each header name stored once.
+pub fn parse_packed(args: &[Value]) -> Result<Packed, String> {
     const AT: &str = "csv.parse";
     let text = require_text(AT, args.first(), "text")?;
     let options = options_of(args.get(1));
@@ -54,15 +63,7 @@ pub fn parse(args: &[Value]) -> Result<Value, String> {
         Some(c) => c,
         None => char::from(guess_delimiter(text)),
     };
-    let rows = read_rows(AT, text, delimiter)?;
-    let rows = if header {
-        records(rows)
-    } else {
-        rows.into_iter()
-            .map(|row| Value::Array(row.into_iter().map(Value::String).collect()))
-            .collect()
-    };
-    Ok(Value::Array(rows))
+    write_rows(AT, text, delimiter, header)
 }
 
 /// A row papaparse's `skipEmptyLines: true` drops: exactly one empty field.
@@ -117,9 +118,164 @@ fn guess_delimiter(text: &str) -> u8 {
     best.map_or(b',', |(delimiter, _, _)| delimiter)
 }
 
-/// Every non-empty row's fields. A delimiter outside ASCII is swapped for an ASCII byte the
-/// text does not contain, and swapped back inside the fields.
-fn read_rows(at: &str, text: &str, delimiter: char) -> Result<Vec<Vec<String>>, String> {
+/// The records of a text as the `csv` crate's reader reads them (`csv_core`: the delimiter,
+/// `"` quotes with `""` escapes, CR, LF or CRLF ending a record, empty lines ignored, a BOM at
+/// the very start dropped), without its per-record copies. A line with no quote and no CR is
+/// split where it lies, which is what `csv_core` does with such a line; every other record,
+/// and the first one, goes through one `csv_core` reader that is never reset, so its BOM and
+/// line-ending handling stay exactly its own.
+struct Records<'t> {
+    text: &'t str,
+    at: usize,
+    core: csv_core::Reader,
+    core_used: bool,
+    /// What each byte is to a line split where it lies (see `split_line`).
+    class: [u8; 256],
+    /// The current record is either split from its line...
+    plain: Vec<&'t str>,
+    /// ...or parsed by `core`: its fields one after another, and where each ends.
+    output: Vec<u8>,
+    ends: Vec<usize>,
+    parsed: Option<usize>,
+}
+
+impl<'t> Records<'t> {
+    /// Byte classes for `split_line`.
+    const FIELD_END: u8 = 1;
+    const LINE_END: u8 = 2;
+    const SPECIAL: u8 = 3;
+
+    fn new(text: &'t str, delimiter: u8) -> Records<'t> {
+        let mut class = [0u8; 256];
+        class[usize::from(b'"')] = Self::SPECIAL;
+        class[usize::from(b'\r')] = Self::SPECIAL;
+        class[usize::from(b'\n')] = Self::LINE_END;
+        class[usize::from(delimiter)] = Self::FIELD_END;
+        Records {
+            text,
+            at: 0,
+            core: csv_core::ReaderBuilder::new().delimiter(delimiter).build(),
+            core_used: false,
+            class,
+            plain: Vec::new(),
+            output: vec![0; 1024],
+            ends: vec![0; 64],
+            parsed: None,
+        }
+    }
+
+    /// Reads the next record; `false` at the end of the text.
+    fn next(&mut self) -> bool {
+        self.plain.clear();
+        self.parsed = None;
+        if self.core_used {
+            match self.split_line() {
+                Some(found) => return found,
+                None => self.plain.clear(),
+            }
+        }
+        self.core_used = true;
+        self.read_parsed()
+    }
+
+    /// Splits the lines from `at` while they hold no quote and no CR: `Some(true)` with the
+    /// first non-empty one in `plain` (empty lines are skipped, as `csv_core` skips them),
+    /// `Some(false)` at the end of the text, `None` at a line `core` must read (`at` is its
+    /// start).
+    fn split_line(&mut self) -> Option<bool> {
+        let bytes = self.text.as_bytes();
+        let (mut line, mut start) = (self.at, self.at);
+        let mut at = self.at;
+        loop {
+            let Some(&byte) = bytes.get(at) else {
+                // The last line, without a terminator.
+                if at == line {
+                    self.at = at;
+                    return Some(false);
+                }
+                self.plain.push(self.text.get(start..at)?);
+                self.at = at;
+                return Some(true);
+            };
+            match self.class[usize::from(byte)] {
+                0 => {}
+                Self::FIELD_END => {
+                    self.plain.push(self.text.get(start..at)?);
+                    start = at + 1;
+                }
+                Self::LINE_END if at == line => {
+                    line = at + 1;
+                    start = at + 1;
+                }
+                Self::LINE_END => {
+                    self.plain.push(self.text.get(start..at)?);
+                    self.at = at + 1;
+                    return Some(true);
+                }
+                _ => {
+                    self.at = line;
+                    return None;
+                }
+            }
+            at += 1;
+        }
+    }
+
+    /// One record through `core`, from `at`.
+    fn read_parsed(&mut self) -> bool {
+        use csv_core::ReadRecordResult;
+        let (mut out, mut end) = (0, 0);
+        loop {
+            let input = self.text.as_bytes().get(self.at..).unwrap_or_default();
+            let output = self.output.get_mut(out..).unwrap_or_default();
+            let ends = self.ends.get_mut(end..).unwrap_or_default();
+            let (result, read, wrote, ended) = self.core.read_record(input, output, ends);
+            self.at += read;
+            out += wrote;
+            end += ended;
+            match result {
+                // An empty input tells `core` the text has ended; it then finishes the record.
+                ReadRecordResult::InputEmpty => {}
+                ReadRecordResult::OutputFull => self.output.resize(self.output.len() * 2, 0),
+                ReadRecordResult::OutputEndsFull => self.ends.resize(self.ends.len() * 2, 0),
+                ReadRecordResult::Record => {
+                    self.parsed = Some(end);
+                    return true;
+                }
+                ReadRecordResult::End => return false,
+            }
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.parsed.unwrap_or(self.plain.len())
+    }
+
+    /// Field `i` of the current record.
+    fn field(&self, i: usize) -> Option<&str> {
+        if self.parsed.is_none() {
+            return self.plain.get(i).copied();
+        }
+        let start = match i.checked_sub(1) {
+            Some(before) => *self.ends.get(before)?,
+            None => 0,
+        };
+        let end = *self.ends.get(i)?;
+        // Fields of a UTF-8 text split at ASCII bytes, with ASCII quotes taken out.
+        std::str::from_utf8(self.output.get(start..end)?).ok()
+    }
+
+    /// Whether the current record is one empty field (`skipEmptyLines` drops it).
+    fn is_empty_row(&self) -> bool {
+        self.len() == 1 && self.field(0).is_some_and(str::is_empty)
+    }
+}
+
+/// Every non-empty row, written as it is read: with `header`, the first one names the fields
+/// (duplicates renamed) and every later one becomes a record; without, each is an array. A
+/// delimiter outside ASCII is swapped for an ASCII byte the text does not contain, and swapped
+/// back inside the fields.
+fn write_rows(at: &str, text: &str, delimiter: char, header: bool) -> Result<Packed, String> {
     let (byte, swapped) = match u8::try_from(delimiter) {
         Ok(byte) if byte.is_ascii() => (byte, None),
         _ => {
@@ -143,52 +299,138 @@ fn read_rows(at: &str, text: &str, delimiter: char) -> Result<Vec<Vec<String>>, 
         }
     };
     let source = swapped.as_deref().unwrap_or(text);
-    let mut rows = Vec::new();
-    for row in reader(source.as_bytes(), byte).records() {
-        let row = row.map_err(|e| format!("{at}: {e}"))?;
-        if is_empty_row(&row) {
+    // A field as written, with a swapped delimiter swapped back.
+    let restore = |value: &str| -> Option<String> {
+        (swapped.is_some() && value.contains(char::from(byte)))
+            .then(|| value.replace(char::from(byte), delimiter.encode_utf8(&mut [0; 4])))
+    };
+    // A field of column `j` (`None`: not a column's, as under `__parsed_extra`).
+    let mut sharing: Vec<Sharing> = Vec::new();
+    let mut string = |out: &mut PackedWriter, j: Option<usize>, value: &str| {
+        let restored = restore(value);
+        let value = restored.as_deref().unwrap_or(value);
+        let column = j.filter(|&j| j < Sharing::MAX_COLUMNS).and_then(|j| {
+            if sharing.len() <= j {
+                sharing.resize_with(j + 1, Sharing::default);
+            }
+            sharing.get_mut(j).filter(|column| column.on)
+        });
+        match column {
+            Some(column) => {
+                let repeat = out.shared_string(&mut column.cache, value);
+                column.count(repeat);
+            }
+            None => out.string(value),
+        }
+    };
+    let mut out = PackedWriter::with_capacity(source.len() / 2, source.len());
+    // With `header`, once the first row is read: per column, its key (`None`: the field goes
+    // to `__parsed_extra`).
+    let mut columns: Option<Vec<Option<KeyId>>> = None;
+    let extra = out.key(EXTRA_KEY);
+    let mut records = Records::new(source, byte);
+    let unreadable = || format!("{at}: a field is not valid UTF-8");
+    out.begin_array();
+    while records.next() {
+        if records.is_empty_row() {
             continue;
         }
-        let fields = row.iter().map(|field| match swapped {
-            Some(_) if field.contains(char::from(byte)) => {
-                field.replace(char::from(byte), delimiter.encode_utf8(&mut [0; 4]))
+        let fields = records.len();
+        if !header {
+            out.begin_array();
+            for j in 0..fields {
+                string(&mut out, Some(j), records.field(j).ok_or_else(unreadable)?);
             }
-            _ => field.to_string(),
-        });
-        rows.push(fields.collect());
-    }
-    Ok(rows)
-}
-
-/// papaparse's `header: true` shaping: the first row names the fields (duplicates renamed),
-/// every later row becomes a record.
-fn records(rows: Vec<Vec<String>>) -> Vec<Value> {
-    let mut rows = rows.into_iter();
-    let Some(first) = rows.next() else {
-        return Vec::new();
-    };
-    let fields = rename_duplicates(first);
-    rows.map(|row| {
-        let mut record: Vec<(String, Value)> = Vec::with_capacity(row.len().min(fields.len()) + 1);
-        let mut extra: Option<usize> = None;
-        for (j, value) in row.into_iter().enumerate() {
-            let field = fields.get(j).map_or(EXTRA_KEY, String::as_str);
-            if field == EXTRA_KEY {
-                // `row[field] = row[field] || []; row[field].push(value)`.
-                let slot = *extra.get_or_insert_with(|| {
-                    record.push((EXTRA_KEY.to_string(), Value::Array(Vec::new())));
-                    record.len() - 1
-                });
-                if let Some((_, Value::Array(items))) = record.get_mut(slot) {
-                    items.push(Value::String(value));
+            out.end();
+            continue;
+        }
+        let Some(columns) = &columns else {
+            let names = (0..fields)
+                .map(|j| {
+                    let value = records.field(j).ok_or_else(unreadable)?;
+                    Ok(restore(value).unwrap_or_else(|| value.to_string()))
+                })
+                .collect::<Result<Vec<_>, String>>()?;
+            columns = Some(
+                rename_duplicates(names)
+                    .iter()
+                    .map(|name| (name != EXTRA_KEY).then(|| out.key(name)))
+                    .collect(),
+            );
+            continue;
+        };
+        // papaparse's record: each field under its column's name, in order; the fields past
+        // the header (and those under a column literally named `__parsed_extra`) in one array,
+        // placed where the first of them is (`row[field] = row[field] || [];
+        // row[field].push(value)`).
+        out.begin_object();
+        let mut extras_written = false;
+        for j in 0..fields {
+            match columns.get(j).copied().flatten() {
+                Some(key) => {
+                    out.member(key);
+                    string(&mut out, Some(j), records.field(j).ok_or_else(unreadable)?);
                 }
-            } else {
-                record.push((field.to_string(), Value::String(value)));
+                None if extras_written => {}
+                None => {
+                    extras_written = true;
+                    out.member(extra);
+                    out.begin_array();
+                    for k in j..fields {
+                        if columns.get(k).copied().flatten().is_none() {
+                            string(&mut out, None, records.field(k).ok_or_else(unreadable)?);
+                        }
+                    }
+                    out.end();
+                }
             }
         }
-        Value::Object(record)
-    })
-    .collect()
+        out.end();
+    }
+    out.end();
+    out.finish().map_err(|e| format!("{at}: {e}"))
+}
+
+/// Whether a column's fields are written shared (see `PackedWriter::shared_string`): every
+/// column starts shared; one whose fields repeat less than one time in ten over a trial (ids,
+/// amounts, free text) goes plain, and stays so.
+#[derive(Clone)]
+struct Sharing {
+    on: bool,
+    seen: u32,
+    repeats: u32,
+    cache: SharedCache,
+}
+
+impl Default for Sharing {
+    fn default() -> Sharing {
+        Sharing {
+            on: true,
+            seen: 0,
+            repeats: 0,
+            cache: SharedCache::new(),
+        }
+    }
+}
+
+impl Sharing {
+    /// Fields per trial.
+    const TRIAL: u32 = 4096;
+    /// Columns past this many are written plain (each shared one holds a 16 KiB cache).
+    const MAX_COLUMNS: usize = 64;
+
+    fn count(&mut self, repeat: bool) {
+        self.seen += 1;
+        self.repeats += u32::from(repeat);
+        if self.seen == Self::TRIAL {
+            self.on = self.repeats * 10 >= self.seen;
+            self.seen = 0;
+            self.repeats = 0;
+            if !self.on {
+                self.cache = SharedCache::new();
+            }
+        }
+    }
 }
 
 /// papaparse (5.4+) renames a repeated header `h` to `h_<count>`, appending `_<count>` again
@@ -860,6 +1102,68 @@ mod tests {
             panic!("stringify failed")
         };
         assert_eq!(parse(&[s(&csv), no_header()]), Ok(rows));
+    }
+
+    /// Every record as the `csv` crate reads it (what `parse` used before `Records`).
+    fn csv_crate_records(text: &str, delimiter: u8) -> Vec<Vec<String>> {
+        reader(text.as_bytes(), delimiter)
+            .records()
+            .map(|row| row.map(|row| row.iter().map(str::to_string).collect()))
+            .collect::<Result<_, _>>()
+            .unwrap_or_else(|e| panic!("{e}"))
+    }
+
+    fn records_of(text: &str, delimiter: u8) -> Vec<Vec<String>> {
+        let mut records = Records::new(text, delimiter);
+        let mut all = Vec::new();
+        while records.next() {
+            all.push(
+                (0..records.len())
+                    .map(|j| records.field(j).map(str::to_string))
+                    .collect::<Option<Vec<_>>>()
+                    .unwrap_or_else(|| panic!("field")),
+            );
+        }
+        all
+    }
+
+    #[test]
+    fn records_read_as_the_csv_crate_reads_them() {
+        for text in [
+            "",
+            "a",
+            "a,b\n1,2",
+            "a,b\n1,2\n",
+            "\n\n\na\n\n",
+            "\u{feff}a,b\n\u{feff}c,\"d\"\n\u{feff}e",
+            "\"\u{feff}q\"\n\u{feff}x\n",
+            "a\r\n",
+            "a\r\nb\rc\n\"d\"\r\ne\r\n\r\n",
+            "\"a,b\",c\n\"unclosed\nx,y",
+            "a\"b,\"c\"d,\"\"\"\"\n,,\n \", \n",
+            "x\"\r\n,\n",
+        ] {
+            for delimiter in [b',', b';'] {
+                assert_eq!(
+                    records_of(text, delimiter),
+                    csv_crate_records(text, delimiter),
+                    "{text:?}"
+                );
+            }
+        }
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_reads_as_the_csv_crate_reads_it(
+            parts in proptest::collection::vec(
+                proptest::sample::select(vec!["a", "é", ",", ";", "\"", "\r", "\n", "\r\n", " ", "\u{feff}", "\"\""]),
+                0..40,
+            )
+        ) {
+            let text = parts.concat();
+            proptest::prop_assert_eq!(records_of(&text, b','), csv_crate_records(&text, b','));
+        }
     }
 
     #[test]

@@ -23,14 +23,16 @@ mod zip;
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::panic::AssertUnwindSafe;
 use std::pin::Pin;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::task::{Context, Poll, Waker};
 
 use nodetool_protocol::catalog::{Resolution, ResolvedKind, pack_name_of};
 use nodetool_protocol::host::{HOST_MODULES, HostModuleSpec, host_module};
+use nodetool_protocol::packed::Packed;
 use nodetool_protocol::value::Value;
-use nodetool_runtime::dispatch::{DispatchError, DispatchFuture, Dispatcher};
+use nodetool_runtime::dispatch::{DispatchError, DispatchFuture, Dispatcher, Reply, ReplyFuture};
 
 /// One host export's implementation: the arguments in, the result or the message out (already
 /// prefixed `<id>.<export>: `).
@@ -60,6 +62,28 @@ pub fn implementation(id: &str, export: &str) -> Option<HostFn> {
         _ => return None,
     };
     Some(f)
+}
+
+/// An export whose result the guest receives packed (see `nodetool_protocol::packed`): the
+/// same result as its [`HostFn`], without a `Value` per string.
+type PackedFn = fn(&[Value]) -> Result<Packed, String>;
+
+/// How the guest receives an export's result packed: written packed as it is made, or made
+/// as a `Value` tree (whose shape is only known at the end) and packed on the host's thread.
+#[derive(Clone, Copy)]
+enum PackedImplementation {
+    Direct(PackedFn),
+    FromTree(HostFn),
+}
+
+/// The packed implementation of `<id>.<export>`, for the exports whose results are large trees
+/// of small values.
+fn packed_implementation(id: &str, export: &str) -> Option<PackedImplementation> {
+    Some(match (id, export) {
+        ("csv", "parse") => PackedImplementation::Direct(csv::parse_packed),
+        ("xml", "parse") => PackedImplementation::FromTree(xml::parse),
+        _ => return None,
+    })
 }
 
 /// Registry rows without an implementation, and implementations without a row (a test keeps
@@ -125,8 +149,14 @@ impl HostDispatcher {
         Ok((!declared.is_empty()).then(|| Arc::new(HostDispatcher { declared })))
     }
 
-    /// Validates one call and returns the implementation to run.
-    fn check(&self, module_key: &str, export: &str) -> Result<(HostFn, String), String> {
+    /// Validates one call and returns the implementation to run (packed when `packed` and the
+    /// export has one) and the `<id>.<export>` its messages start with.
+    fn check(
+        &self,
+        module_key: &str,
+        export: &str,
+        packed: bool,
+    ) -> Result<(Implementation, String), String> {
         let Some(spec) = self.declared.get(module_key) else {
             return Err(format!(
                 "{} is not a host sandbox module declared by this node",
@@ -139,13 +169,23 @@ impl HostDispatcher {
                 describe(export)
             ));
         }
+        let at = format!("{}.{export}", spec.id);
+        if let Some(f) = packed_implementation(spec.id, export).filter(|_| packed) {
+            return Ok((Implementation::Packed(f), at));
+        }
         let Some(f) = implementation(spec.id, export) else {
             return Err(format!(
                 "{module_key}: {export} has no implementation in this runtime"
             ));
         };
-        Ok((f, format!("{}.{export}", spec.id)))
+        Ok((Implementation::Value(f), at))
     }
+}
+
+/// What a checked call runs.
+enum Implementation {
+    Value(HostFn),
+    Packed(PackedImplementation),
 }
 
 impl Dispatcher for HostDispatcher {
@@ -156,40 +196,69 @@ impl Dispatcher for HostDispatcher {
         args: Vec<Value>,
         _deadline: std::time::Instant,
     ) -> DispatchFuture {
-        match self.check(module_key, export) {
+        match self.check(module_key, export, false) {
             Err(message) => Box::pin(std::future::ready(Err(DispatchError { message }))),
-            Ok((f, at)) => spawn(move || {
-                // An implementation that panics is a bug; the guest still gets an error, the
-                // host keeps running.
-                std::panic::catch_unwind(|| f(&args))
-                    .unwrap_or_else(|_| Err(format!("{at}: the host module failed unexpectedly")))
-                    .map_err(|message| DispatchError { message })
-            }),
+            Ok((implementation, at)) => {
+                let reply = spawn(implementation, at, args);
+                Box::pin(async move { reply.await.and_then(Reply::into_value) })
+            }
+        }
+    }
+
+    fn call_for_guest(
+        &self,
+        module_key: &str,
+        export: &str,
+        args: Vec<Value>,
+        _deadline: std::time::Instant,
+    ) -> ReplyFuture {
+        match self.check(module_key, export, true) {
+            Err(message) => Box::pin(std::future::ready(Err(DispatchError { message }))),
+            Ok((implementation, at)) => spawn(implementation, at, args),
         }
     }
 }
 
-/// Runs `work` on its own thread, so the run's event loop keeps its deadline (and concurrent
-/// calls from one run proceed in parallel).
-fn spawn(work: impl FnOnce() -> Result<Value, DispatchError> + Send + 'static) -> DispatchFuture {
+/// Runs the implementation on its own thread, so the run's event loop keeps its deadline (and
+/// concurrent calls from one run proceed in parallel). What the answer was made from (the
+/// arguments, a tree that was packed) is freed after the answer is handed over, so the guest
+/// converts it meanwhile rather than waiting for the frees.
+fn spawn(implementation: Implementation, at: String, args: Vec<Value>) -> ReplyFuture {
     let slot = Arc::new(Mutex::new(Slot {
         answer: None,
         waker: None,
     }));
     let worker = Arc::clone(&slot);
     std::thread::spawn(move || {
-        let answer = work();
-        let mut slot = worker.lock().unwrap_or_else(PoisonError::into_inner);
-        slot.answer = Some(answer);
-        if let Some(waker) = slot.waker.take() {
-            waker.wake();
+        let mut packed_tree: Option<Value> = None;
+        // An implementation that panics is a bug; the guest still gets an error, the host keeps
+        // running.
+        let answer = std::panic::catch_unwind(AssertUnwindSafe(|| match implementation {
+            Implementation::Value(f) => f(&args).map(Reply::Value),
+            Implementation::Packed(PackedImplementation::Direct(f)) => f(&args).map(Reply::Packed),
+            Implementation::Packed(PackedImplementation::FromTree(f)) => f(&args).map(|tree| {
+                let packed = Packed::from_value(&tree);
+                packed_tree = Some(tree);
+                Reply::Packed(packed)
+            }),
+        }))
+        .unwrap_or_else(|_| Err(format!("{at}: the host module failed unexpectedly")))
+        .map_err(|message| DispatchError { message });
+        {
+            let mut slot = worker.lock().unwrap_or_else(PoisonError::into_inner);
+            slot.answer = Some(answer);
+            if let Some(waker) = slot.waker.take() {
+                waker.wake();
+            }
         }
+        drop(packed_tree);
+        drop(args);
     });
     Box::pin(Receive { slot })
 }
 
 struct Slot {
-    answer: Option<Result<Value, DispatchError>>,
+    answer: Option<Result<Reply, DispatchError>>,
     waker: Option<Waker>,
 }
 
@@ -198,7 +267,7 @@ struct Receive {
 }
 
 impl Future for Receive {
-    type Output = Result<Value, DispatchError>;
+    type Output = Result<Reply, DispatchError>;
 
     fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
         let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);

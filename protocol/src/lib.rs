@@ -3,8 +3,9 @@
 //! It owns the `nodetool` manifest block and its rules ([`manifest`]), the naming rules
 //! ([`names`]), the catalog's answers — declarations, summaries, statuses with their stable
 //! codes, resolutions and deliveries ([`catalog`]) — the host-module registry ([`host`]), the
-//! SKILL.md format ([`skill`]), the generated facade sources ([`facade`]) and every limit
-//! ([`limits`]). The manifest's JSON Schema is generated from these types
+//! SKILL.md format ([`skill`]), the generated facade sources ([`facade`]), the values that cross
+//! the guest boundary and the packed form of large host results ([`value`], [`packed`]) and
+//! every limit ([`limits`]). The manifest's JSON Schema is generated from these types
 //! ([`manifest_json_schema`]) and committed at `protocol/schema/nodetool-manifest.schema.json`.
 //!
 //! Architecture invariant: this crate does no I/O and links no engine (no QuickJS, wasmtime or
@@ -28,6 +29,7 @@ pub mod host;
 pub mod limits;
 pub mod manifest;
 pub mod names;
+pub mod packed;
 pub mod run;
 pub mod skill;
 pub mod value;

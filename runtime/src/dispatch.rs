@@ -7,6 +7,7 @@ use std::future::Future;
 use std::pin::Pin;
 use std::time::Instant;
 
+use nodetool_protocol::packed::Packed;
 use nodetool_protocol::value::Value;
 
 /// A failed dispatcher call; thrown in the guest as an `Error` with this message.
@@ -18,6 +19,31 @@ pub struct DispatchError {
 
 /// What a dispatcher call resolves to.
 pub type DispatchFuture = Pin<Box<dyn Future<Output = Result<Value, DispatchError>> + Send>>;
+
+/// What a call made for the guest resolves to: a [`Value`], or a result the implementation
+/// packed for the trip into JavaScript (many small values, such as `csv.parse`'s records).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Reply {
+    /// A value, converted into the guest as it is.
+    Value(Value),
+    /// A packed value, which stands for [`Packed::to_value`].
+    Packed(Packed),
+}
+
+impl Reply {
+    /// The value this reply stands for.
+    pub fn into_value(self) -> Result<Value, DispatchError> {
+        match self {
+            Reply::Value(value) => Ok(value),
+            Reply::Packed(packed) => packed.to_value().map_err(|e| DispatchError {
+                message: format!("the result could not be read: {e}"),
+            }),
+        }
+    }
+}
+
+/// What a dispatcher call made for the guest resolves to.
+pub type ReplyFuture = Pin<Box<dyn Future<Output = Result<Reply, DispatchError>> + Send>>;
 
 /// The host side of generated facades. WASM and host modules implement it; the guest calls it
 /// with the facade's module key (its specifier), the export name and the argument list. Every
@@ -34,4 +60,18 @@ pub trait Dispatcher: Send + Sync {
         args: Vec<Value>,
         deadline: Instant,
     ) -> DispatchFuture;
+
+    /// [`call`](Dispatcher::call) made by the guest's bridge: the same checks and the same
+    /// result, which an implementation may answer packed ([`Reply::Packed`]) when converting a
+    /// [`Value`] tree would cost more than the call itself. By default, `call`'s value.
+    fn call_for_guest(
+        &self,
+        module_key: &str,
+        export: &str,
+        args: Vec<Value>,
+        deadline: Instant,
+    ) -> ReplyFuture {
+        let call = self.call(module_key, export, args, deadline);
+        Box::pin(async move { call.await.map(Reply::Value) })
+    }
 }

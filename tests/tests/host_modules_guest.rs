@@ -16,6 +16,10 @@ use nodetool_protocol::value::Value;
 use nodetool_runtime::{NoCompiledModules, SandboxModuleCatalog};
 
 fn run(code: &str, inputs: Value) -> Result<Value, RunError> {
+    run_limited(code, inputs, RunLimits::STANDARD)
+}
+
+fn run_limited(code: &str, inputs: Value, limits: RunLimits) -> Result<Value, RunError> {
     let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packs");
     let roots = [SearchRoot {
         path: shipped,
@@ -44,7 +48,7 @@ fn run(code: &str, inputs: Value) -> Result<Value, RunError> {
             code,
             resolution: &resolution,
             inputs: &inputs,
-            limits: RunLimits::STANDARD,
+            limits,
             capabilities: Capabilities::default(),
             dispatchers: Dispatchers { host, wasm: None },
             cancel: None,
@@ -84,6 +88,127 @@ fn csv_round_trips_with_named_and_default_imports() {
         Value::Null,
     );
     assert_eq!(message, "csv.parse: delimiter must be a single character");
+}
+
+fn text_input(text: &str) -> Value {
+    Value::Object(vec![("text".into(), Value::String(text.into()))])
+}
+
+/// A CSV with repeated and unique columns, quoted fields, non-ASCII text, short rows, fields
+/// past the header, empty lines, and headers that are duplicated or special.
+fn varied_csv(rows: usize) -> String {
+    let mut text = String::from("id,city,__proto__,constructor,note,city,__parsed_extra,flag\n");
+    for i in 0..rows {
+        let city = ["Berlin", "Zürich", "São Paulo", "東京", ""][i % 5];
+        let note = if i % 7 == 0 {
+            format!("\"quoted, {i} \"\"x\"\"\nline\"")
+        } else {
+            format!("n{i}")
+        };
+        let line = match i % 50 {
+            0 => format!("{i},{city}"),
+            1 => format!("{i},{city},p,c,{note},{city},e1,{},x1,x2", i % 2 == 0),
+            2 => String::new(),
+            _ => format!("{i},{city},p{},c,{note},{city}!,e,{}", i % 3, i % 2 == 0),
+        };
+        text.push_str(&line);
+        text.push('\n');
+    }
+    text
+}
+
+#[test]
+fn csv_records_in_the_guest_are_the_host_values() {
+    // More rows than a column's sharing trial, so columns go plain and stay shared alike.
+    let text = varied_csv(10_000);
+    let host = nodetool_host_modules::implementation("csv", "parse")
+        .unwrap_or_else(|| panic!("csv.parse"));
+    for options in ["{}", "{ header: false }"] {
+        let header = options == "{}";
+        let args = [
+            Value::String(text.clone()),
+            Value::Object(vec![("header".into(), Value::Bool(header))]),
+        ];
+        let expected = host(&args).unwrap_or_else(|e| panic!("{e}"));
+        let code = format!(
+            "import {{ parse }} from '@nodetool-ai/sandbox-csv'; return await parse(inputs.text, {options});"
+        );
+        let got = run(&code, text_input(&text)).unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            got == expected,
+            "{options}: the guest's records differ from the host's"
+        );
+    }
+}
+
+#[test]
+fn csv_records_are_plain_objects_defined_not_assigned() {
+    let out = json(
+        "import { parse } from '@nodetool-ai/sandbox-csv';\n\
+         let hit = 0;\n\
+         Object.defineProperty(Object.prototype, 'name', { set() { hit++; }, get() { return 'inherited'; }, configurable: true });\n\
+         const rows = await parse('name,__proto__,0,constructor\\nAda,p,z,c\\nBob,q,y,d\\n');\n\
+         delete Object.prototype.name;\n\
+         const [a, b] = rows;\n\
+         return [hit, a.name, b.name, Object.keys(a), Object.getPrototypeOf(a) === Object.prototype,\n\
+           Object.prototype.hasOwnProperty.call(a, '__proto__'), a.__proto__, a['0'], b.constructor,\n\
+           Object.getOwnPropertyDescriptor(a, 'name'), Object.isFrozen(a), Array.isArray(rows)];",
+    );
+    assert_eq!(
+        out,
+        serde_json::json!([
+            0, "Ada", "Bob", ["0", "name", "__proto__", "constructor"], true, true, "p", "z", "d",
+            { "value": "Ada", "writable": true, "enumerable": true, "configurable": true },
+            false, true
+        ])
+    );
+}
+
+#[test]
+fn xml_trees_in_the_guest_are_the_host_values() {
+    let mut doc = String::from("<?xml version=\"1.0\"?>\n<catalog kind=\"test\">");
+    for i in 0..3_000 {
+        doc.push_str(&format!(
+            "<item id=\"{i}\" available=\"{}\"><name>n{} &amp; m</name><price currency=\"EUR\">{i}.5</price>\
+             <tags><tag>a</tag><tag>b{}</tag></tags><![CDATA[raw <{i}>]]>text</item>",
+            i % 2 == 0,
+            i % 10,
+            i % 3
+        ));
+    }
+    doc.push_str("<empty/></catalog>");
+    let expected = nodetool_host_modules::implementation("xml", "parse")
+        .unwrap_or_else(|| panic!("xml.parse"))(&[Value::String(doc.clone())])
+    .unwrap_or_else(|e| panic!("{e}"));
+    let got = run(
+        "import { parse } from '@nodetool-ai/sandbox-xml'; return await parse(inputs.text);",
+        text_input(&doc),
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert!(got == expected, "the guest's tree differs from the host's");
+}
+
+#[test]
+fn a_result_past_the_memory_limit_is_an_error_not_a_crash() {
+    let text = varied_csv(40_000);
+    let limits = RunLimits {
+        memory_bytes: 12 * 1024 * 1024,
+        ..RunLimits::STANDARD
+    };
+    let out = run_limited(
+        "import { parse } from '@nodetool-ai/sandbox-csv'; const rows = await parse(inputs.text); return rows.length;",
+        text_input(&text),
+        limits,
+    );
+    let error = out.err().unwrap_or_else(|| panic!("the result fit"));
+    assert_eq!(error.code, RunErrorCode::HostModuleError);
+    assert!(
+        error
+            .message
+            .contains("the result could not cross into the sandbox"),
+        "{}",
+        error.message
+    );
 }
 
 #[test]
