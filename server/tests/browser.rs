@@ -10,181 +10,47 @@
 
 mod support;
 
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use base64::Engine as _;
+use nodetool_tests::chromium::{Browser, find_chromium};
 use serde_json::{Value, json};
 use support::{ServerProcess, World, must};
-use tungstenite::{Message, WebSocket};
 
-/// `NODETOOL_CHROMIUM`, else `chromium` or `chromium-browser` on `PATH`.
-fn find_chromium() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("NODETOOL_CHROMIUM") {
-        return Some(PathBuf::from(path));
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
-        .find(|candidate| candidate.is_file())
-}
+/// The shared DevTools client (`nodetool_tests::chromium`) with the page helpers these tests
+/// use; every failure panics with what was being done.
+struct Page(Browser);
 
-/// A headless Chromium with its DevTools endpoint; killed on drop.
-struct Browser {
-    child: Child,
-    _profile: tempfile::TempDir,
-    cdp: Cdp,
-}
-
-impl Browser {
-    fn launch(binary: &Path) -> Browser {
-        let profile = must(tempfile::tempdir(), "create a browser profile dir");
-        let child = must(
-            Command::new(binary)
-                .args([
-                    "--headless=new",
-                    "--no-sandbox",
-                    "--disable-gpu",
-                    "--disable-dev-shm-usage",
-                    "--no-first-run",
-                    "--no-default-browser-check",
-                    "--disable-extensions",
-                    "--remote-debugging-port=0",
-                    "--window-size=1280,900",
-                ])
-                .arg(format!("--user-data-dir={}", profile.path().display()))
-                .arg("about:blank")
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null())
-                .spawn(),
+impl Page {
+    /// Chromium with a fresh profile and one page at 1280 × 1000.
+    fn open(chromium: &Path) -> Page {
+        let mut browser = must(
+            Browser::launch(chromium, Some((1280, 900))),
             "start chromium",
         );
-        // Chromium writes the port and the browser endpoint's path here once it listens.
-        let active = profile.path().join("DevToolsActivePort");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let (port, path) = loop {
-            if let Ok(text) = std::fs::read_to_string(&active) {
-                let mut lines = text.lines();
-                if let (Some(port), Some(path)) = (lines.next(), lines.next()) {
-                    break (port.trim().to_string(), path.trim().to_string());
-                }
-            }
-            assert!(
-                Instant::now() < deadline,
-                "chromium never opened its DevTools port"
-            );
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let cdp = Cdp::connect(&format!("127.0.0.1:{port}"), &path);
-        Browser {
-            child,
-            _profile: profile,
-            cdp,
-        }
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let _ = self.cdp.call("Browser.close", json!({}));
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A minimal DevTools protocol client: one WebSocket to the browser, one flattened session to
-/// the page.
-struct Cdp {
-    socket: WebSocket<TcpStream>,
-    next_id: u64,
-    session: Option<String>,
-}
-
-impl Cdp {
-    fn connect(address: &str, path: &str) -> Cdp {
-        let stream = must(TcpStream::connect(address), "connect to DevTools");
-        must(
-            stream.set_read_timeout(Some(Duration::from_secs(60))),
-            "set a read timeout",
-        );
-        let url = format!("ws://{address}{path}");
-        let (socket, _) = tungstenite::client(url.as_str(), stream)
-            .unwrap_or_else(|e| panic!("DevTools handshake: {e}"));
-        Cdp {
-            socket,
-            next_id: 0,
-            session: None,
-        }
-    }
-
-    /// Sends one command (to the page session once attached) and waits for its answer,
-    /// skipping events.
-    fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
-        self.next_id += 1;
-        let id = self.next_id;
-        let mut message = json!({ "id": id, "method": method, "params": params });
-        if let Some(session) = &self.session
-            && !method.starts_with("Browser.")
-            && !method.starts_with("Target.")
-        {
-            message["sessionId"] = json!(session);
-        }
-        self.socket
-            .send(Message::text(message.to_string()))
-            .map_err(|e| format!("{method}: send: {e}"))?;
-        loop {
-            let frame = self
-                .socket
-                .read()
-                .map_err(|e| format!("{method}: read: {e}"))?;
-            let Message::Text(text) = frame else { continue };
-            let answer: Value =
-                serde_json::from_str(text.as_str()).map_err(|e| format!("{method}: {e}"))?;
-            if answer["id"] != json!(id) {
-                continue;
-            }
-            if let Some(error) = answer.get("error") {
-                return Err(format!("{method}: {error}"));
-            }
-            return Ok(answer["result"].clone());
-        }
-    }
-
-    fn must(&mut self, method: &str, params: Value) -> Value {
-        self.call(method, params)
-            .unwrap_or_else(|e| panic!("DevTools: {e}"))
-    }
-
-    /// Opens a page and attaches to it.
-    fn open_page(&mut self) {
-        let target = self.must("Target.createTarget", json!({ "url": "about:blank" }));
-        let target_id = target["targetId"].clone();
-        let attached = self.must(
-            "Target.attachToTarget",
-            json!({ "targetId": target_id, "flatten": true }),
-        );
-        self.session = attached["sessionId"].as_str().map(str::to_string);
-        assert!(self.session.is_some(), "no session: {attached}");
-        self.must("Page.enable", json!({}));
-        self.must(
+        must(browser.cdp.open_page(), "open a page");
+        let mut page = Page(browser);
+        page.must(
             "Emulation.setDeviceMetricsOverride",
             json!({ "width": 1280, "height": 1000, "deviceScaleFactor": 1, "mobile": false }),
         );
+        page
+    }
+
+    fn must(&mut self, method: &str, params: Value) -> Value {
+        self.0
+            .cdp
+            .call(method, params)
+            .unwrap_or_else(|e| panic!("DevTools: {e}"))
     }
 
     /// Evaluates an expression in the page and returns its value.
     fn eval(&mut self, expression: &str) -> Value {
-        let answer = self.must(
-            "Runtime.evaluate",
-            json!({ "expression": expression, "returnByValue": true, "awaitPromise": true }),
-        );
-        if let Some(exception) = answer.get("exceptionDetails") {
-            panic!("{expression} threw: {exception}");
-        }
-        answer["result"]["value"].clone()
+        self.0
+            .cdp
+            .eval(expression)
+            .unwrap_or_else(|e| panic!("{expression}: {e}"))
     }
 
     /// Evaluates until the value is truthy (not null, false, 0 or "").
@@ -265,9 +131,8 @@ fn the_packages_page_shows_the_packs_and_runs_a_body_in_chromium() {
     let world = World::shipped_packs();
     world.trust(&["@nodetool-ai/sandbox-geo"]);
     let server = ServerProcess::start(&world, &[]);
-    let mut browser = Browser::launch(&chromium);
-    let cdp = &mut browser.cdp;
-    cdp.open_page();
+    let mut page = Page::open(&chromium);
+    let cdp = &mut page;
     cdp.must("Page.navigate", json!({ "url": server.url("/") }));
 
     // The packs.
@@ -451,9 +316,8 @@ fn the_playground_runs_guest_host_and_wasm_packs_in_the_browser() {
     world.install_fixture("@fixture/wasm-scalar");
     let yaml = compile_yaml(&world, &world.tmp.path().join("cache"));
     let server = ServerProcess::start(&world, &[]);
-    let mut browser = Browser::launch(&chromium);
-    let cdp = &mut browser.cdp;
-    cdp.open_page();
+    let mut page = Page::open(&chromium);
+    let cdp = &mut page;
     cdp.must("Page.navigate", json!({ "url": server.url("/") }));
     cdp.wait_for(
         "the pack list",

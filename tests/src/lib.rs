@@ -8,7 +8,10 @@
 //! The library half is [`contract`]: the loading, denial, hardening, limit and value fixtures
 //! of the guest runtime as data. `cargo xtask fixtures` runs them against the Rust guest,
 //! `cargo xtask export` writes them to `tests/contract/fixtures.json` for other runners, and
-//! `cargo test` does both checks. [`render`] draws text into images for the OCR tests.
+//! `cargo test` does both checks. [`render`] draws text into images for the OCR tests, and
+//! [`chromium`] drives headless Chromium for the browser tests and the browser run of the
+//! fixtures.
 
+pub mod chromium;
 pub mod contract;
 pub mod render;

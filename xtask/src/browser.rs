@@ -15,9 +15,8 @@
 //! changed, and the browser must refuse it, naming the module, and cache nothing of it.
 
 use std::io::Write as _;
-use std::net::TcpStream;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::path::Path;
+use std::process::Command;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -29,10 +28,10 @@ use nodetool_frontend::search::SourceError;
 use nodetool_protocol::catalog::ResolvedModule;
 use nodetool_runtime::SandboxModuleCatalog;
 use nodetool_server::{AppState, CatalogSource, ServerConfig, WebAssets};
+use nodetool_tests::chromium::{Browser, Cdp, find_chromium};
 use nodetool_tests::contract::catalog::FixtureCatalog;
 use nodetool_tests::contract::{Fixture, FixtureFile, check_answer};
 use serde_json::{Value, json};
-use tungstenite::{Message, WebSocket};
 
 /// The catalog the server reloads: whatever fixture is current.
 struct FixtureSource(Arc<Mutex<Vec<ResolvedModule>>>);
@@ -96,16 +95,6 @@ async fn tamper_body(State(tamper): State<Tamper>, request: Request, next: Next)
 }
 
 /// `NODETOOL_CHROMIUM`, else `chromium` or `chromium-browser` on `PATH`.
-fn find_chromium() -> Option<PathBuf> {
-    if let Some(path) = std::env::var_os("NODETOOL_CHROMIUM") {
-        return Some(PathBuf::from(path));
-    }
-    let path = std::env::var_os("PATH")?;
-    std::env::split_paths(&path)
-        .flat_map(|dir| ["chromium", "chromium-browser"].map(|name| dir.join(name)))
-        .find(|candidate| candidate.is_file())
-}
-
 /// Installs (from the committed lockfile, no install scripts) and builds the runner.
 pub fn build_web(root: &Path) -> Result<(), String> {
     let web = root.join("web");
@@ -133,164 +122,6 @@ pub fn build_web(root: &Path) -> Result<(), String> {
 }
 
 /// A headless Chromium with its DevTools endpoint; killed on drop.
-struct Browser {
-    child: Child,
-    _profile: tempfile::TempDir,
-    cdp: Cdp,
-}
-
-impl Browser {
-    fn launch(binary: &Path) -> Result<Browser, String> {
-        let profile = tempfile::tempdir().map_err(|e| format!("a browser profile dir: {e}"))?;
-        let mut child = Command::new(binary)
-            .args([
-                "--headless",
-                "--no-sandbox",
-                "--disable-gpu",
-                "--disable-quic",
-                "--no-first-run",
-                "--no-default-browser-check",
-                "--disable-background-networking",
-                "--disable-component-update",
-                "--disable-sync",
-                "--disable-extensions",
-                "--disable-dev-shm-usage",
-                "--remote-debugging-port=0",
-            ])
-            .arg(format!("--user-data-dir={}", profile.path().display()))
-            .arg("about:blank")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .map_err(|e| format!("cannot start {}: {e}", binary.display()))?;
-        // Chromium writes the port and the browser endpoint's path here once it listens.
-        let active = profile.path().join("DevToolsActivePort");
-        let deadline = Instant::now() + Duration::from_secs(60);
-        let (port, path) = loop {
-            if let Ok(text) = std::fs::read_to_string(&active) {
-                let mut lines = text.lines();
-                if let (Some(port), Some(path)) = (lines.next(), lines.next()) {
-                    break (port.trim().to_string(), path.trim().to_string());
-                }
-            }
-            if Instant::now() > deadline {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err("chromium never opened its DevTools port".into());
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        };
-        let cdp = match Cdp::connect(&format!("127.0.0.1:{port}"), &path) {
-            Ok(cdp) => cdp,
-            Err(e) => {
-                let _ = child.kill();
-                let _ = child.wait();
-                return Err(e);
-            }
-        };
-        Ok(Browser {
-            child,
-            _profile: profile,
-            cdp,
-        })
-    }
-}
-
-impl Drop for Browser {
-    fn drop(&mut self) {
-        let _ = self.cdp.call("Browser.close", json!({}));
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// A minimal DevTools protocol client: one WebSocket to the browser, one flattened session to
-/// the page.
-struct Cdp {
-    socket: WebSocket<TcpStream>,
-    next_id: u64,
-    session: Option<String>,
-}
-
-impl Cdp {
-    fn connect(address: &str, path: &str) -> Result<Cdp, String> {
-        let stream =
-            TcpStream::connect(address).map_err(|e| format!("connect to DevTools: {e}"))?;
-        stream
-            .set_read_timeout(Some(Duration::from_secs(180)))
-            .map_err(|e| format!("set a read timeout: {e}"))?;
-        let url = format!("ws://{address}{path}");
-        let (socket, _) = tungstenite::client(url.as_str(), stream)
-            .map_err(|e| format!("DevTools handshake: {e}"))?;
-        Ok(Cdp {
-            socket,
-            next_id: 0,
-            session: None,
-        })
-    }
-
-    /// Sends one command (to the page session once attached) and waits for its answer,
-    /// skipping events.
-    fn call(&mut self, method: &str, params: Value) -> Result<Value, String> {
-        self.next_id += 1;
-        let id = self.next_id;
-        let mut message = json!({ "id": id, "method": method, "params": params });
-        if let Some(session) = &self.session
-            && !method.starts_with("Browser.")
-            && !method.starts_with("Target.")
-        {
-            message["sessionId"] = json!(session);
-        }
-        self.socket
-            .send(Message::text(message.to_string()))
-            .map_err(|e| format!("{method}: send: {e}"))?;
-        loop {
-            let frame = self
-                .socket
-                .read()
-                .map_err(|e| format!("{method}: read: {e}"))?;
-            let Message::Text(text) = frame else { continue };
-            let answer: Value =
-                serde_json::from_str(text.as_str()).map_err(|e| format!("{method}: {e}"))?;
-            if answer["id"] != json!(id) {
-                continue;
-            }
-            if let Some(error) = answer.get("error") {
-                return Err(format!("{method}: {error}"));
-            }
-            return Ok(answer["result"].clone());
-        }
-    }
-
-    /// Opens a page and attaches to it.
-    fn open_page(&mut self) -> Result<(), String> {
-        let target = self.call("Target.createTarget", json!({ "url": "about:blank" }))?;
-        let attached = self.call(
-            "Target.attachToTarget",
-            json!({ "targetId": target["targetId"], "flatten": true }),
-        )?;
-        self.session = attached["sessionId"].as_str().map(str::to_string);
-        if self.session.is_none() {
-            return Err(format!("no DevTools session: {attached}"));
-        }
-        self.call("Page.enable", json!({}))?;
-        Ok(())
-    }
-
-    /// Evaluates an expression in the page (awaiting a promise) and returns its value.
-    fn eval(&mut self, expression: &str) -> Result<Value, String> {
-        let answer = self.call(
-            "Runtime.evaluate",
-            json!({ "expression": expression, "returnByValue": true, "awaitPromise": true }),
-        )?;
-        if let Some(exception) = answer.get("exceptionDetails") {
-            return Err(format!("the page threw: {exception}"));
-        }
-        Ok(answer["result"]["value"].clone())
-    }
-}
-
 /// The server in this process: the router, the catalog it reloads, the tamper switch.
 struct Server {
     runtime: tokio::runtime::Runtime,
@@ -400,7 +231,7 @@ pub fn fixtures(root: &Path) -> Result<bool, String> {
         .map_err(|e| format!("{} is not a fixture file: {e}", path.display()))?;
 
     let server = Server::start(root)?;
-    let mut browser = Browser::launch(&chromium)?;
+    let mut browser = Browser::launch(&chromium, None)?;
     let cdp = &mut browser.cdp;
     cdp.open_page()?;
     cdp.call(
