@@ -17,7 +17,7 @@ use std::fmt::Write as _;
 use nodetool_protocol::packed::{KeyId, Packed, PackedWriter, SharedCache};
 use nodetool_protocol::value::Value;
 
-use crate::limits::{bool_option, option, options_of, require_text};
+use crate::limits::{bool_option, js_number, option, options_of, require_text};
 
 /// The delimiters papaparse's guesser tries, in its order (`Papa.RECORD_SEP`, `Papa.UNIT_SEP`
 /// last).
@@ -571,49 +571,6 @@ fn cell(value: &Value) -> Result<String, String> {
             out
         }
     })
-}
-
-/// `String(n)` in JavaScript (Number::toString with radix 10).
-fn js_number(n: f64) -> String {
-    if n.is_nan() {
-        return "NaN".into();
-    }
-    if n.is_infinite() {
-        return if n > 0.0 {
-            "Infinity".into()
-        } else {
-            "-Infinity".into()
-        };
-    }
-    if n == 0.0 {
-        return "0".into();
-    }
-    if n < 0.0 {
-        return format!("-{}", js_number(-n));
-    }
-    // The shortest round-tripping digits and their exponent, e.g. "1.2345e-7".
-    let scientific = format!("{n:e}");
-    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
-    let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
-    let k = digits.len() as i64;
-    let point = exponent.parse::<i64>().unwrap_or(0) + 1; // "n" in the ECMAScript algorithm
-    if k <= point && point <= 21 {
-        format!("{digits}{}", "0".repeat((point - k) as usize))
-    } else if 0 < point && point <= 21 {
-        let (int, frac) = digits.split_at(point as usize);
-        format!("{int}.{frac}")
-    } else if -6 < point && point <= 0 {
-        format!("0.{}{digits}", "0".repeat((-point) as usize))
-    } else {
-        let e = point - 1;
-        let sign = if e >= 0 { '+' } else { '-' };
-        let (first, rest) = digits.split_at(1);
-        if rest.is_empty() {
-            format!("{first}e{sign}{}", e.abs())
-        } else {
-            format!("{first}.{rest}e{sign}{}", e.abs())
-        }
-    }
 }
 
 /// `JSON.stringify` for a cell value (a Uint8Array encodes as its index-keyed object).
