@@ -7,6 +7,9 @@
 //! whose error names what was refused, and the replacements are locked (not writable, not
 //! configurable). Each guard is a `Proxy` of the constructor it stands for, so everything but
 //! calling and constructing it (its `prototype`, `name`, `instanceof Function`) still works.
+//! Its handler has no prototype (no trap can be planted on `Object.prototype`), and the async
+//! and generator constructors inherit from the `Function` guard, so neither a trap nor
+//! `Object.getPrototypeOf` ever yields an unguarded constructor.
 //!
 //! The guards are built natively: the only script involved yields one sample function of each
 //! kind, whose prototype leads to the constructor (nothing else can reach the async and
@@ -49,10 +52,20 @@ pub(crate) fn install<'js>(ctx: &Ctx<'js>, samples: &[u8]) -> rquickjs::Result<(
     if constructors.len() != REFUSED.len() {
         return Err(rquickjs::Error::Unknown);
     }
-    let mut function_guard = None;
+    let mut function_guard: Option<Value<'js>> = None;
     for (constructor, what) in constructors.into_iter().zip(REFUSED) {
+        // The async and generator constructors inherit from the Function guard, not from the
+        // real Function: a guard without a `getPrototypeOf` trap answers its target's
+        // prototype, which would otherwise hand the body the unguarded constructor.
+        if let Some(guard) = function_guard.as_ref().and_then(Value::as_object) {
+            constructor.set_prototype(Some(guard))?;
+        }
         let refuse = refuser(ctx, what)?;
+        // The handler inherits nothing: a trap it does not define is looked up on its
+        // prototype, and a body could plant a `get` trap on Object.prototype that receives the
+        // real constructor as its target.
         let handler = Object::new(ctx.clone())?;
+        handler.set_prototype(None)?;
         handler.set("apply", refuse.clone())?;
         handler.set("construct", refuse)?;
         let prototype: Object<'js> = constructor.get("prototype")?;

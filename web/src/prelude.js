@@ -31,7 +31,10 @@ const isErrorBuiltin = typeof Err.isError === "function" ? Err.isError : null;
 const refuse = (what) => {
   throw new EvalError(what + " is not allowed in the sandbox: code cannot be generated from strings");
 };
+// The handler has no prototype: a trap it lacks would be looked up on Object.prototype, where a
+// body could plant a "get" trap that receives the real constructor as its target.
 const guard = (ctor, what) => new Proxy(ctor, {
+  __proto__: null,
   apply() { refuse(what); },
   construct() { refuse(what); },
 });
@@ -42,7 +45,15 @@ const constructors = [
   [getPrototypeOf(function* () {}).constructor, "the GeneratorFunction constructor"],
   [getPrototypeOf(async function* () {}).constructor, "the AsyncGeneratorFunction constructor"],
 ];
-for (const [ctor, what] of constructors) fix(ctor.prototype, "constructor", guard(ctor, what));
+// The async and generator constructors inherit from the Function guard, so
+// Object.getPrototypeOf of their guards never yields the real Function.
+let functionGuard = null;
+for (const [ctor, what] of constructors) {
+  if (functionGuard !== null) O.setPrototypeOf(ctor, functionGuard);
+  const g = guard(ctor, what);
+  if (functionGuard === null) functionGuard = g;
+  fix(ctor.prototype, "constructor", g);
+}
 fix(globalThis, "Function", Function.prototype.constructor);
 fix(globalThis, "eval", () => refuse("eval"));
 // The Rust guest's context is built without these intrinsics.

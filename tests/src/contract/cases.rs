@@ -513,6 +513,28 @@ fn hardening() -> Vec<Fixture> {
             &["the Function constructor", NO_CODEGEN],
         ),
         case(
+            "codegen-guard-traps-and-prototypes-leak-nothing",
+            "A guard's proxy handler inherits nothing the body can plant (a `get` or \
+             `getPrototypeOf` trap on Object.prototype sees no constructor), and the prototype \
+             of every guarded constructor is the Function guard, never the real Function.",
+            vec![],
+            "const seen = [];\n\
+             Object.prototype.get = function (t, k, r) { seen.push(t); return Reflect.get(t, k, r); };\n\
+             Object.prototype.getPrototypeOf = function (t) { seen.push(t); return Reflect.getPrototypeOf(t); };\n\
+             void Function.length;\n\
+             void Object.getPrototypeOf(async function () {}).constructor.name;\n\
+             void Object.getPrototypeOf(Object.getPrototypeOf(function* () {}).constructor);\n\
+             delete Object.prototype.get;\n\
+             delete Object.prototype.getPrototypeOf;\n\
+             const parents = [async function () {}, function* () {}, async function* () {}]\n\
+               .map((f) => Object.getPrototypeOf(Object.getPrototypeOf(f).constructor));\n\
+             const outcomes = [...seen, ...parents].map((c) => {\n\
+               try { c(\"return 1\"); return \"generated\"; } catch (e) { return e.name; }\n\
+             });\n\
+             return { seen: seen.length, parentIsGuard: parents.every((p) => p === Function), outcomes };",
+        )
+        .result(json!({ "seen": 0, "parentIsGuard": true, "outcomes": ["EvalError", "EvalError", "EvalError"] })),
+        case(
             "timers-are-undefined",
             "No timer global exists for the body.",
             vec![],
