@@ -10,8 +10,8 @@ use nodetool_protocol::value::Value;
 use rquickjs::{Array, Ctx, Function, Object, TypedArray};
 
 use crate::engine::{
-    Keys, SharedStrings, bytes_of, define_member, define_shared_member, define_string_member,
-    without_gc,
+    Keys, SharedStrings, bytes_of, define_index, define_member, define_shared_member,
+    define_string_member, without_gc,
 };
 
 /// Deepest nesting a value may have when it crosses.
@@ -55,7 +55,14 @@ fn to_js_at<'js>(
         Value::Array(items) => {
             let array = Array::new(ctx.clone())?;
             for (i, item) in items.iter().enumerate() {
-                array.set(i, to_js_at(ctx, item, freeze, depth + 1)?)?;
+                let index = u32::try_from(i).map_err(|_| {
+                    rquickjs::Error::new_into_js_message(
+                        "value",
+                        "JavaScript",
+                        "an array is too long",
+                    )
+                })?;
+                define_index(&array, index, &to_js_at(ctx, item, freeze, depth + 1)?)?;
             }
             frozen(array.into_object())?
         }
@@ -171,7 +178,14 @@ fn build_packed<'js>(ctx: &Ctx<'js>, packed: &Packed) -> rquickjs::Result<rquick
         };
         match open.last_mut() {
             Some(Open::Array(array, next)) => {
-                array.set(*next, value)?;
+                let index = u32::try_from(*next).map_err(|_| {
+                    rquickjs::Error::new_into_js_message(
+                        "value",
+                        "JavaScript",
+                        "an array is too long",
+                    )
+                })?;
+                define_index(array, index, &value)?;
                 *next += 1;
             }
             Some(Open::Object(object, key, _)) => define_member(object, &keys, *key, &value)?,

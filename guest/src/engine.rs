@@ -11,7 +11,7 @@ use std::ptr::NonNull;
 
 use rquickjs::module::Declared;
 use rquickjs::qjs;
-use rquickjs::{Ctx, Module, Object, Promise, Value};
+use rquickjs::{Array, Ctx, Module, Object, Promise, Value};
 
 /// Loads module bytecode into `ctx`.
 ///
@@ -543,6 +543,27 @@ pub(crate) fn define_member<'js>(
     let defined = unsafe {
         let value = qjs::JS_DupValue(ctx, value.as_raw());
         qjs::JS_DefinePropertyValue(ctx, object.as_raw(), atom, value, MEMBER_FLAGS)
+    };
+    if defined < 0 {
+        return Err(rquickjs::Error::Exception);
+    }
+    Ok(())
+}
+
+/// Defines `array[index] = value` as an ordinary element: defined, not assigned, so no index
+/// setter a body planted on `Array.prototype` or `Object.prototype` runs while a host result is
+/// built (an assignment would call it with the half-built array).
+pub(crate) fn define_index<'js>(
+    array: &Array<'js>,
+    index: u32,
+    value: &Value<'js>,
+) -> rquickjs::Result<()> {
+    let ctx = array.ctx().as_raw().as_ptr();
+    // SAFETY: `array` and `value` are live in this context. JS_DefinePropertyValueUint32 takes
+    // one reference to the value, so one is added first; the caller keeps its own.
+    let defined = unsafe {
+        let value = qjs::JS_DupValue(ctx, value.as_raw());
+        qjs::JS_DefinePropertyValueUint32(ctx, array.as_raw(), index, value, MEMBER_FLAGS)
     };
     if defined < 0 {
         return Err(rquickjs::Error::Exception);

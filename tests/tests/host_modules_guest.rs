@@ -165,6 +165,30 @@ fn csv_records_are_plain_objects_defined_not_assigned() {
 }
 
 #[test]
+fn array_items_are_defined_so_no_planted_index_setter_runs_during_a_conversion() {
+    // An index setter on Array.prototype (and on Object.prototype) would, if items were
+    // assigned, run with the half-built result array as `this` and could rewrite it.
+    let out = json(
+        "import { parse as csv } from '@nodetool-ai/sandbox-csv';\n\
+         import { parse as xml } from '@nodetool-ai/sandbox-xml';\n\
+         let hits = 0;\n\
+         for (const proto of [Array.prototype, Object.prototype]) {\n\
+           for (const i of ['0', '1', '2']) {\n\
+             Object.defineProperty(proto, i, { set() { hits++; }, get() { return 'planted'; }, configurable: true });\n\
+           }\n\
+         }\n\
+         const rows = await csv('a,b\\n1,2\\n3,4\\n', { header: false });\n\
+         const tree = await xml('<a><b>1</b><b>2</b><b>3</b></a>');\n\
+         for (const proto of [Array.prototype, Object.prototype]) for (const i of ['0', '1', '2']) delete proto[i];\n\
+         return [hits, rows, tree];",
+    );
+    assert_eq!(
+        out,
+        serde_json::json!([0, [["a", "b"], ["1", "2"], ["3", "4"]], { "a": { "b": ["1", "2", "3"] } }])
+    );
+}
+
+#[test]
 fn xml_trees_in_the_guest_are_the_host_values() {
     let mut doc = String::from("<?xml version=\"1.0\"?>\n<catalog kind=\"test\">");
     for i in 0..3_000 {
