@@ -245,7 +245,17 @@ pub(crate) fn lock_property<'js>(
 /// goes to the system allocator. A run still starts from a fresh runtime: QuickJS initializes
 /// every block it takes (`calloc` requests are zeroed here), exactly as it must with recycled
 /// `malloc` memory, and the memory limit is enforced by the runtime's own accounting.
-pub(crate) struct RunAllocator;
+///
+/// It also holds the run to a hard cap on the bytes it has handed out. QuickJS's memory limit
+/// counts the blocks it asked for, not the 4 KiB arenas those blocks pin: a body that keeps one
+/// small block alive per arena, across the size classes, held over 500 MB under a 64 MiB limit.
+/// Past the cap an allocation fails, which QuickJS reports as out of memory.
+pub(crate) struct RunAllocator {
+    /// Usable bytes of every live block this allocator handed out.
+    held: usize,
+    /// The most `held` may reach.
+    cap: usize,
+}
 
 /// Every block carries its usable size in front of it (16 bytes keeps the 16-byte alignment).
 const BLOCK_HEADER: usize = 16;
@@ -301,6 +311,32 @@ fn usable_for(size: usize) -> Option<usize> {
 }
 
 impl RunAllocator {
+    /// An allocator that hands out at most `cap` bytes at once.
+    pub(crate) fn new(cap: usize) -> RunAllocator {
+        RunAllocator { held: 0, cap }
+    }
+
+    /// The cap for a run whose QuickJS memory limit is `limit`: room for the arenas' overhead
+    /// on an ordinary heap, not for a heap shaped to pin arenas.
+    pub(crate) fn cap_for(limit: usize) -> usize {
+        limit.saturating_mul(2).saturating_add(16 * 1024 * 1024)
+    }
+
+    /// Counts `usable` more bytes, unless that passes the cap.
+    fn admit(&mut self, usable: usize) -> bool {
+        match self.held.checked_add(usable) {
+            Some(held) if held <= self.cap => {
+                self.held = held;
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn release(&mut self, usable: usize) {
+        self.held = self.held.saturating_sub(usable);
+    }
+
     fn take_chunk() -> *mut u8 {
         let cached = CHUNK_CACHE
             .try_with(|cache| cache.0.borrow_mut().pop())
@@ -361,16 +397,20 @@ unsafe impl rquickjs::allocator::Allocator for RunAllocator {
         let Some(usable) = usable_for(size) else {
             return std::ptr::null_mut();
         };
+        if !self.admit(usable) {
+            return std::ptr::null_mut();
+        }
         let base = if usable == CHUNK {
             Self::take_chunk()
         } else {
             match block_layout(usable) {
                 // SAFETY: the layout has a non-zero size.
                 Some(layout) => unsafe { std::alloc::alloc(layout) },
-                None => return std::ptr::null_mut(),
+                None => std::ptr::null_mut(),
             }
         };
         if base.is_null() {
+            self.release(usable);
             return base;
         }
         // SAFETY: the block has room for the header and `usable` bytes after it.
@@ -397,9 +437,13 @@ unsafe impl rquickjs::allocator::Allocator for RunAllocator {
         let Some(layout) = block_layout(usable) else {
             return std::ptr::null_mut();
         };
+        if !self.admit(usable) {
+            return std::ptr::null_mut();
+        }
         // SAFETY: the layout has a non-zero size.
         let base = unsafe { std::alloc::alloc_zeroed(layout) };
         if base.is_null() {
+            self.release(usable);
             return base;
         }
         // SAFETY: the block has room for the header and `usable` bytes after it.
@@ -415,6 +459,7 @@ unsafe impl rquickjs::allocator::Allocator for RunAllocator {
         }
         // SAFETY: the caller passes a live block of this allocator.
         let (base, usable) = unsafe { Self::base_and_usable(ptr) };
+        self.release(usable);
         if usable == CHUNK {
             // SAFETY: a CHUNK-sized block is always a chunk from `take_chunk`.
             unsafe { Self::give_chunk(base) };
@@ -440,12 +485,18 @@ unsafe impl rquickjs::allocator::Allocator for RunAllocator {
             let (Some(old), Some(new)) = (block_layout(usable), block_layout(new_usable)) else {
                 return std::ptr::null_mut();
             };
+            let growth = new_usable.saturating_sub(usable);
+            if !self.admit(growth) {
+                return std::ptr::null_mut();
+            }
             // SAFETY: `base` was allocated with `old`; the new size is non-zero and fits
             // `isize` (checked by `block_layout`). On failure the old block stays valid.
             let moved = unsafe { std::alloc::realloc(base, old, new.size()) };
             if moved.is_null() {
+                self.release(growth);
                 return moved;
             }
+            self.release(usable.saturating_sub(new_usable));
             // SAFETY: the block has room for the header and `new_usable` bytes.
             unsafe {
                 moved.cast::<usize>().write(new_usable);
@@ -707,13 +758,43 @@ pub(crate) fn define_shared_member<'js>(
 
 #[cfg(test)]
 mod run_allocator_tests {
+    #[test]
+    fn the_cap_bounds_what_is_handed_out_at_once() {
+        let mut allocator = RunAllocator::new(3 * CHUNK);
+        // SAFETY: every pointer passed back is a live block of this allocator.
+        unsafe {
+            let a = allocator.alloc(CHUNK);
+            let b = allocator.alloc(CHUNK);
+            let c = allocator.calloc(1, CHUNK);
+            assert!(!a.is_null() && !b.is_null() && !c.is_null());
+            assert!(allocator.alloc(16).is_null(), "past the cap");
+            assert!(
+                allocator.realloc(a, 2 * CHUNK).is_null(),
+                "a growth past the cap"
+            );
+            allocator.dealloc(b);
+            let d = allocator.alloc(CHUNK);
+            assert!(!d.is_null(), "a freed block makes room again");
+            allocator.dealloc(c);
+            // Out of the chunk class: the small block is made before the chunk is freed.
+            let small = allocator.realloc(a, 64);
+            assert!(!small.is_null());
+            let e = allocator.alloc(CHUNK);
+            assert!(!e.is_null(), "a shrink makes room");
+            for p in [small, d, e] {
+                allocator.dealloc(p);
+            }
+            assert_eq!(allocator.held, 0);
+        }
+    }
+
     use rquickjs::allocator::Allocator as _;
 
     use super::{CHUNK, RunAllocator};
 
     #[test]
     fn blocks_keep_their_contents_across_classes_and_recycled_chunks_are_zeroed() {
-        let mut allocator = RunAllocator;
+        let mut allocator = RunAllocator::new(usize::MAX);
         // SAFETY: every pointer passed back is a live block of this allocator, used within the
         // usable size it reports.
         unsafe {

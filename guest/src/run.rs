@@ -163,7 +163,10 @@ fn execute(
     let limits: &RunLimits = &request.limits;
     let deadline = started + limits.timeout;
     let timeout = limits.timeout;
-    let runtime = Runtime::new_with_alloc(RunAllocator).map_err(|e| engine_error(&e))?;
+    let runtime = Runtime::new_with_alloc(RunAllocator::new(RunAllocator::cap_for(
+        limits.memory_bytes,
+    )))
+    .map_err(|e| engine_error(&e))?;
     runtime.set_memory_limit(limits.memory_bytes);
     runtime.set_max_stack_size(limits.stack_bytes);
     runtime.set_gc_threshold(GC_THRESHOLD);

@@ -551,3 +551,52 @@ fn proto_keys_stay_ordinary_keys_and_capabilities_are_read_only() {
 fn serde_json_value() -> serde_json::Value {
     serde_json::from_str(r#"{"__proto__": {"x": 1}}"#).unwrap_or_default()
 }
+
+/// QuickJS's memory limit counts the blocks a body holds, not the 4 KiB arenas they pin. This
+/// body keeps one small string per arena in each of 30 size classes while the rest of every
+/// batch is freed: a few MiB by QuickJS's count, but without the allocator's cap it pinned over
+/// 500 MB under the 64 MiB limit. With the cap it runs out of memory partway.
+#[test]
+fn a_heap_shaped_to_pin_arenas_cannot_grow_past_the_allocators_cap() {
+    let code = "const keep = [];\n\
+        let classes = 0;\n\
+        for (let L = 8; L <= 480; L += 16) {\n\
+          const per = Math.max(1, Math.floor(4000 / (L + 32)));\n\
+          const n = Math.floor(30e6 / (L + 40));\n\
+          let batch = new Array(n);\n\
+          try {\n\
+            for (let i = 0; i < n; i++) batch[i] = String(i).padStart(L, 'x');\n\
+          } catch (e) { batch = null; return ['out of memory', classes]; }\n\
+          for (let i = 0; i < n; i += per) keep.push(batch[i]);\n\
+          batch = null;\n\
+          classes++;\n\
+        }\n\
+        return ['completed', classes];";
+    let mut run = Run::new(code);
+    run.limits.timeout = Duration::from_secs(120);
+    let outcome = run.go();
+    // The process's peak resident memory (Linux): the cap is 2 × 64 MiB + 16 MiB; without it
+    // this body pinned over 500 MB. The other tests of this binary hold a few MiB each.
+    if let Ok(status) = std::fs::read_to_string("/proc/self/status") {
+        let peak_kib: u64 = status
+            .lines()
+            .find_map(|l| l.strip_prefix("VmHWM:"))
+            .and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok())
+            .unwrap_or(0);
+        assert!(
+            peak_kib < 320 * 1024,
+            "peak resident memory {peak_kib} KiB: the arenas were not capped"
+        );
+    }
+    match outcome.result {
+        Ok(Value::Array(items)) => {
+            assert_eq!(
+                items.first(),
+                Some(&Value::String("out of memory".into())),
+                "{items:?}"
+            );
+        }
+        Ok(other) => panic!("unexpected result {other:?}"),
+        Err(e) => assert_eq!(e.code, RunErrorCode::MemoryLimit, "{e}"),
+    }
+}
