@@ -46,6 +46,13 @@ pub fn write_allowlist(path: &Path, allowed: &BTreeSet<String>) -> Result<(), St
     }
     let text = serde_json::to_string_pretty(&serde_json::json!({ "allowed": allowed }))
         .unwrap_or_default();
+    write_atomically(path, &text)
+}
+
+/// Writes `text` and a final newline to `path` atomically: a temporary file beside it
+/// (`<name>.json.tmp`), renamed over it, so a reader sees the old file or the new one, never
+/// half of either. Operator files (the allowlist, the install ledger) are written this way.
+pub fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
     let temporary = path.with_extension("json.tmp");
     std::fs::write(&temporary, format!("{text}\n"))
         .map_err(|e| format!("{}: cannot be written ({e})", temporary.display()))?;

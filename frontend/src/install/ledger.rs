@@ -174,11 +174,7 @@ impl Ledger {
     pub fn write(&self, path: &Path) -> Result<(), String> {
         let text = serde_json::to_string_pretty(self)
             .map_err(|e| format!("the install ledger cannot be encoded ({e})"))?;
-        let temporary = path.with_extension("json.tmp");
-        std::fs::write(&temporary, format!("{text}\n"))
-            .map_err(|e| format!("{}: cannot be written ({e})", temporary.display()))?;
-        std::fs::rename(&temporary, path)
-            .map_err(|e| format!("{}: cannot be replaced ({e})", path.display()))
+        nodetool_discovery::trust::write_atomically(path, &text)
     }
 }
 
