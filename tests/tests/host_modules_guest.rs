@@ -2,59 +2,14 @@
 //! imported by the body, called through the generated facades and the host dispatcher, with
 //! results and errors arriving in the guest as JavaScript values.
 
-use std::collections::BTreeSet;
+mod shipped_guest;
+
 use std::io::Write;
-use std::path::Path;
-use std::sync::Arc;
 
-use nodetool_discovery::{DiscoveryOptions, RootKind, SearchRoot, discover_catalog};
-use nodetool_guest::{Capabilities, Dispatchers, RunLimits, RunRequest, Sandbox, body_imports};
-use nodetool_host_modules::HostDispatcher;
-use nodetool_protocol::catalog::Declaration;
-use nodetool_protocol::run::{RunError, RunErrorCode};
+use nodetool_guest::RunLimits;
+use nodetool_protocol::run::RunErrorCode;
 use nodetool_protocol::value::Value;
-use nodetool_runtime::{NoCompiledModules, SandboxModuleCatalog};
-
-fn run(code: &str, inputs: Value) -> Result<Value, RunError> {
-    run_limited(code, inputs, RunLimits::STANDARD)
-}
-
-fn run_limited(code: &str, inputs: Value, limits: RunLimits) -> Result<Value, RunError> {
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packs");
-    let roots = [SearchRoot {
-        path: shipped,
-        kind: RootKind::Shipped,
-        label: "shipped".into(),
-    }];
-    let trusted = BTreeSet::new();
-    let catalog = discover_catalog(
-        &roots,
-        &DiscoveryOptions {
-            compiled: &NoCompiledModules,
-            trusted_packs: &trusted,
-        },
-    );
-    let imports = body_imports(code).unwrap_or_default();
-    let declarations: Vec<Declaration> = imports
-        .into_iter()
-        .map(|i| Declaration::of(i.specifier))
-        .collect();
-    let resolution = catalog.resolve_for_execution(&declarations);
-    let host = HostDispatcher::for_resolution(&resolution)
-        .unwrap_or_else(|e| panic!("{e:?}"))
-        .map(|d| d as Arc<dyn nodetool_runtime::dispatch::Dispatcher>);
-    Sandbox::new()
-        .run(RunRequest {
-            code,
-            resolution: &resolution,
-            inputs: &inputs,
-            limits,
-            capabilities: Capabilities::default(),
-            dispatchers: Dispatchers { host, wasm: None },
-            cancel: None,
-        })
-        .result
-}
+use shipped_guest::{run, run_limited};
 
 fn ok(code: &str) -> Value {
     run(code, Value::Null).unwrap_or_else(|e| panic!("{e}"))

@@ -4,56 +4,13 @@
 //! as JavaScript values. The OCR images are drawn by the test itself
 //! (`nodetool_tests::render`, DejaVu Sans from Debian's fonts-dejavu-core).
 
-use std::collections::BTreeSet;
-use std::path::Path;
-use std::sync::Arc;
+mod shipped_guest;
 
-use nodetool_discovery::{DiscoveryOptions, RootKind, SearchRoot, discover_catalog};
-use nodetool_guest::{Capabilities, Dispatchers, RunLimits, RunRequest, Sandbox, body_imports};
-use nodetool_host_modules::HostDispatcher;
-use nodetool_protocol::catalog::Declaration;
-use nodetool_protocol::run::{RunError, RunErrorCode};
+use nodetool_protocol::run::RunErrorCode;
 use nodetool_protocol::value::Value;
-use nodetool_runtime::{NoCompiledModules, SandboxModuleCatalog};
 use nodetool_tests::render::{Paper, text_png};
 use serde_json::json;
-
-fn run(code: &str, inputs: Value) -> Result<Value, RunError> {
-    let shipped = Path::new(env!("CARGO_MANIFEST_DIR")).join("../packs");
-    let roots = [SearchRoot {
-        path: shipped,
-        kind: RootKind::Shipped,
-        label: "shipped".into(),
-    }];
-    let trusted = BTreeSet::new();
-    let catalog = discover_catalog(
-        &roots,
-        &DiscoveryOptions {
-            compiled: &NoCompiledModules,
-            trusted_packs: &trusted,
-        },
-    );
-    let imports = body_imports(code).unwrap_or_default();
-    let declarations: Vec<Declaration> = imports
-        .into_iter()
-        .map(|i| Declaration::of(i.specifier))
-        .collect();
-    let resolution = catalog.resolve_for_execution(&declarations);
-    let host = HostDispatcher::for_resolution(&resolution)
-        .unwrap_or_else(|e| panic!("{e:?}"))
-        .map(|d| d as Arc<dyn nodetool_runtime::dispatch::Dispatcher>);
-    Sandbox::new()
-        .run(RunRequest {
-            code,
-            resolution: &resolution,
-            inputs: &inputs,
-            limits: RunLimits::STANDARD,
-            capabilities: Capabilities::default(),
-            dispatchers: Dispatchers { host, wasm: None },
-            cancel: None,
-        })
-        .result
-}
+use shipped_guest::run;
 
 fn json_of(code: &str, inputs: Value) -> serde_json::Value {
     run(code, inputs)
