@@ -55,14 +55,7 @@ fn to_js_at<'js>(
         Value::Array(items) => {
             let array = Array::new(ctx.clone())?;
             for (i, item) in items.iter().enumerate() {
-                let index = u32::try_from(i).map_err(|_| {
-                    rquickjs::Error::new_into_js_message(
-                        "value",
-                        "JavaScript",
-                        "an array is too long",
-                    )
-                })?;
-                define_index(&array, index, &to_js_at(ctx, item, freeze, depth + 1)?)?;
+                define_index(&array, i, &to_js_at(ctx, item, freeze, depth + 1)?)?;
             }
             frozen(array.into_object())?
         }
@@ -178,14 +171,7 @@ fn build_packed<'js>(ctx: &Ctx<'js>, packed: &Packed) -> rquickjs::Result<rquick
         };
         match open.last_mut() {
             Some(Open::Array(array, next)) => {
-                let index = u32::try_from(*next).map_err(|_| {
-                    rquickjs::Error::new_into_js_message(
-                        "value",
-                        "JavaScript",
-                        "an array is too long",
-                    )
-                })?;
-                define_index(array, index, &value)?;
+                define_index(array, *next, &value)?;
                 *next += 1;
             }
             Some(Open::Object(object, key, _)) => define_member(object, &keys, *key, &value)?,

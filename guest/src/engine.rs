@@ -606,9 +606,12 @@ pub(crate) fn define_member<'js>(
 /// built (an assignment would call it with the half-built array).
 pub(crate) fn define_index<'js>(
     array: &Array<'js>,
-    index: u32,
+    index: usize,
     value: &Value<'js>,
 ) -> rquickjs::Result<()> {
+    let index = u32::try_from(index).map_err(|_| {
+        rquickjs::Error::new_into_js_message("value", "JavaScript", "an array is too long")
+    })?;
     let ctx = array.ctx().as_raw().as_ptr();
     // SAFETY: `array` and `value` are live in this context. JS_DefinePropertyValueUint32 takes
     // one reference to the value, so one is added first; the caller keeps its own.
