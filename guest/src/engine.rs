@@ -250,11 +250,39 @@ pub(crate) fn lock_property<'js>(
 /// counts the blocks it asked for, not the 4 KiB arenas those blocks pin: a body that keeps one
 /// small block alive per arena, across the size classes, held over 500 MB under a 64 MiB limit.
 /// Past the cap an allocation fails, which QuickJS reports as out of memory.
+///
+/// It also tells the run whether its heap came within [`PRESSURE_SLACK`] of the memory limit
+/// ([`HeapPressure`]), because QuickJS cannot always say so itself: when the allocation that
+/// fails is small, making the `InternalError: out of memory` fails too, and QuickJS throws
+/// `null` instead (`JS_ThrowError2`), or, failing while it settles a promise, leaves the
+/// promise pending for good. Every byte QuickJS counts against its limit lies in a block this
+/// allocator handed out (its block headers are at least as large as the 8 bytes QuickJS adds
+/// per block), so its heap can only have been at its limit if `held` was too.
 pub(crate) struct RunAllocator {
     /// Usable bytes of every live block this allocator handed out.
     held: usize,
     /// The most `held` may reach.
     cap: usize,
+    /// `held` at which the run counts as having reached its memory limit.
+    alarm: usize,
+    pressure: HeapPressure,
+}
+
+/// How close to the memory limit a heap must come to count as having reached it: far more than
+/// the error object QuickJS fails to make (a few hundred bytes), far less than any heap that
+/// merely ran large.
+pub(crate) const PRESSURE_SLACK: usize = 256 * 1024;
+
+/// Whether a run's heap reached its memory limit (see [`RunAllocator`]); read after the engine
+/// reported something only an exhausted heap explains.
+#[derive(Clone, Default)]
+pub(crate) struct HeapPressure(std::rc::Rc<std::cell::Cell<bool>>);
+
+impl HeapPressure {
+    /// Whether the heap reached its limit (or the allocator refused a block) at some point.
+    pub(crate) fn reached(&self) -> bool {
+        self.0.get()
+    }
 }
 
 /// Every block carries its usable size in front of it (16 bytes keeps the 16-byte alignment).
@@ -312,13 +340,31 @@ fn usable_for(size: usize) -> Option<usize> {
 
 impl RunAllocator {
     /// An allocator that hands out at most `cap` bytes at once.
-    pub(crate) fn new(cap: usize) -> RunAllocator {
-        RunAllocator { held: 0, cap }
+    #[cfg(test)]
+    fn new(cap: usize) -> RunAllocator {
+        RunAllocator {
+            held: 0,
+            cap,
+            alarm: usize::MAX,
+            pressure: HeapPressure::default(),
+        }
+    }
+
+    /// The allocator of a runtime whose QuickJS memory limit is `limit`: it hands out at most
+    /// [`RunAllocator::cap_for`] bytes at once and reports to `pressure` when the heap comes
+    /// within [`PRESSURE_SLACK`] of `limit`.
+    pub(crate) fn for_limit(limit: usize, pressure: HeapPressure) -> RunAllocator {
+        RunAllocator {
+            held: 0,
+            cap: Self::cap_for(limit),
+            alarm: limit.saturating_sub(PRESSURE_SLACK),
+            pressure,
+        }
     }
 
     /// The cap for a run whose QuickJS memory limit is `limit`: room for the arenas' overhead
     /// on an ordinary heap, not for a heap shaped to pin arenas.
-    pub(crate) fn cap_for(limit: usize) -> usize {
+    fn cap_for(limit: usize) -> usize {
         limit.saturating_mul(2).saturating_add(16 * 1024 * 1024)
     }
 
@@ -327,9 +373,15 @@ impl RunAllocator {
         match self.held.checked_add(usable) {
             Some(held) if held <= self.cap => {
                 self.held = held;
+                if held >= self.alarm {
+                    self.pressure.0.set(true);
+                }
                 true
             }
-            _ => false,
+            _ => {
+                self.pressure.0.set(true);
+                false
+            }
         }
     }
 

@@ -21,7 +21,7 @@ use crate::bridge::{BridgeState, CurrentRun, DispatchSide, settle};
 use crate::caps;
 use crate::compile::{BytecodeCache, CompileError, compile_module};
 use crate::convert::{describe_exception, from_js, serde_json_text, to_js};
-use crate::engine::{RunAllocator, load_and_resolve_entry};
+use crate::engine::{HeapPressure, RunAllocator, load_and_resolve_entry};
 use crate::entry::{ENTRY_LINE_OFFSET, ENTRY_MODULE_NAME, build_entry};
 use crate::harden;
 use crate::loader::{ModuleTable, SandboxLoader, SandboxResolver};
@@ -163,9 +163,11 @@ fn execute(
     let limits: &RunLimits = &request.limits;
     let deadline = started + limits.timeout;
     let timeout = limits.timeout;
-    let runtime = Runtime::new_with_alloc(RunAllocator::new(RunAllocator::cap_for(
+    let pressure = HeapPressure::default();
+    let runtime = Runtime::new_with_alloc(RunAllocator::for_limit(
         limits.memory_bytes,
-    )))
+        pressure.clone(),
+    ))
     .map_err(|e| engine_error(&e))?;
     runtime.set_memory_limit(limits.memory_bytes);
     runtime.set_max_stack_size(limits.stack_bytes);
@@ -198,9 +200,13 @@ fn execute(
     // hold guest functions, which must be released while the runtime is alive.
     let _pending = DropPending(Rc::clone(&bridge));
 
-    let failure = |ctx: &Ctx<'_>, error: rquickjs::Error| -> RunError {
-        classify(ctx, error, &table, &bridge, stop.get())
+    let judge = Judge {
+        table: &table,
+        bridge: &bridge,
+        stop: &stop,
+        pressure: &pressure,
     };
+    let failure = |ctx: &Ctx<'_>, error: rquickjs::Error| -> RunError { judge.error(ctx, error) };
 
     // Globals, hardening, then the entry: resolve its whole static graph, lock, evaluate.
     let evaluation: Persistent<Promise<'static>> = context.with(|ctx| -> Result<_, RunError> {
@@ -233,7 +239,7 @@ fn execute(
             let promise = evaluation.clone().restore(&ctx).ok()?;
             match promise.state() {
                 PromiseState::Pending => None,
-                PromiseState::Resolved => Some(read_result(&ctx, &table, &bridge, stop.get())),
+                PromiseState::Resolved => Some(read_result(&ctx, &judge)),
                 PromiseState::Rejected => {
                     let reason: rquickjs::Value = match promise.result::<rquickjs::Value>() {
                         Some(Err(e)) => {
@@ -246,21 +252,18 @@ fn execute(
                         Some(Ok(v)) => v,
                         None => rquickjs::Value::new_undefined(ctx.clone()),
                     };
-                    Some(Err(classify_value(
-                        &ctx,
-                        &reason,
-                        &table,
-                        &bridge,
-                        stop.get(),
-                    )))
+                    Some(Err(judge.thrown(&reason)))
                 }
             }
         });
-        if let Some(outcome) = settled {
-            return outcome;
-        }
+        // Once the run is stopped, the stop is its outcome, whatever the body made of it: an
+        // interrupt QuickJS swallowed (in `Error.prepareStackTrace`, say) lets the body go on
+        // and even finish after its deadline.
         if let Some(reason) = stop.get() {
             return Err(stopped(reason));
+        }
+        if let Some(outcome) = settled {
+            return outcome;
         }
         // Poll the dispatcher calls the guest awaits.
         let mut progressed = false;
@@ -289,6 +292,12 @@ fn execute(
             continue;
         }
         if !waiting {
+            // QuickJS drops a promise's settlement it has no memory to make: the body's result
+            // then never settles. (A body that reached its limit and then awaits forever is
+            // reported the same way; it did not finish either.)
+            if pressure.reached() {
+                return Err(memory_limit());
+            }
             return Err(RunError::new(
                 RunErrorCode::RuntimeError,
                 "the body's result never settles: it awaits a Promise that nothing will resolve",
@@ -332,27 +341,17 @@ unsafe impl<'js> rquickjs::JsLifetime<'js> for EntryHandle {
     type Changed<'to> = EntryHandle;
 }
 
-fn read_result(
-    ctx: &Ctx<'_>,
-    table: &ModuleTable,
-    bridge: &BridgeState,
-    stop: Option<Stop>,
-) -> Result<Value, RunError> {
+fn read_result(ctx: &Ctx<'_>, judge: &Judge<'_>) -> Result<Value, RunError> {
     let Some(entry) = ctx.userdata::<EntryHandle>() else {
         return Err(RunError::new(
             RunErrorCode::RuntimeError,
             "the entry's result is unavailable",
         ));
     };
-    let namespace = entry
-        .0
-        .namespace(ctx)
-        .map_err(|e| classify(ctx, e, table, bridge, stop))?;
-    let value: rquickjs::Value = namespace
-        .get("default")
-        .map_err(|e| classify(ctx, e, table, bridge, stop))?;
+    let namespace = entry.0.namespace(ctx).map_err(|e| judge.error(ctx, e))?;
+    let value: rquickjs::Value = namespace.get("default").map_err(|e| judge.error(ctx, e))?;
     from_js(&value, "the result").map_err(|e| {
-        if let Some(reason) = stop {
+        if let Some(reason) = judge.stop.get() {
             return stopped(reason);
         }
         RunError::new(RunErrorCode::RuntimeError, e.message)
@@ -483,107 +482,114 @@ fn stopped(reason: Stop) -> RunError {
     }
 }
 
-fn classify(
-    ctx: &Ctx<'_>,
-    error: rquickjs::Error,
-    table: &ModuleTable,
-    bridge: &BridgeState,
-    stop: Option<Stop>,
-) -> RunError {
-    if error.is_exception() {
-        let value = ctx.catch();
-        return classify_value(ctx, &value, table, bridge, stop);
-    }
-    if let Some(reason) = stop {
-        return stopped(reason);
-    }
-    RunError::new(RunErrorCode::RuntimeError, error.to_string())
+fn memory_limit() -> RunError {
+    RunError::new(
+        RunErrorCode::MemoryLimit,
+        "the run exceeded its memory limit",
+    )
 }
 
-/// Names an uncaught thrown value: a stop, an engine limit, a loader refusal, a dispatcher
-/// error, or the body's own error with its position in the body.
-fn classify_value(
-    ctx: &Ctx<'_>,
-    value: &rquickjs::Value<'_>,
-    table: &ModuleTable,
-    bridge: &BridgeState,
-    stop: Option<Stop>,
-) -> RunError {
-    let _ = ctx;
-    let described = describe_exception(value);
-    let object = value.as_object();
-    let name: String = object.and_then(|o| o.get("name").ok()).unwrap_or_default();
-    let message: String = object
-        .and_then(|o| o.get("message").ok())
-        .unwrap_or_else(|| described.clone());
-    if let Some(reason) = stop
-        && (message.contains("interrupted") || name == "InternalError")
-    {
-        return stopped(reason);
+/// What an outcome is judged against: the loader's refusals, the dispatcher errors thrown into
+/// the guest, the stop reason and whether the heap reached its limit.
+struct Judge<'a> {
+    table: &'a ModuleTable,
+    bridge: &'a BridgeState,
+    stop: &'a Cell<Option<Stop>>,
+    pressure: &'a HeapPressure,
+}
+
+impl Judge<'_> {
+    /// Names an engine error (taking the pending exception when it is one).
+    fn error(&self, ctx: &Ctx<'_>, error: rquickjs::Error) -> RunError {
+        if error.is_exception() {
+            let value = ctx.catch();
+            return self.thrown(&value);
+        }
+        if let Some(reason) = self.stop.get() {
+            return stopped(reason);
+        }
+        RunError::new(RunErrorCode::RuntimeError, error.to_string())
     }
-    if name == "InternalError" && message == "out of memory" {
-        return RunError::new(
-            RunErrorCode::MemoryLimit,
-            "the run exceeded its memory limit",
-        );
-    }
-    if name == "InternalError" && message == "string too long" {
-        return RunError::new(
-            RunErrorCode::MemoryLimit,
-            "the run built a string longer than the engine allows",
-        );
-    }
-    if message == "Maximum call stack size exceeded"
-        || (name == "InternalError" && message == "stack overflow")
-    {
-        return RunError::new(
-            RunErrorCode::StackOverflow,
-            "the run exceeded its stack (too much recursion)",
-        );
-    }
-    if let Some(denial) = table
-        .denials
-        .borrow()
-        .iter()
-        .rev()
-        .find(|d| d.message == message)
-    {
+
+    /// Names an uncaught thrown value: a stop, an engine limit, a loader refusal, a dispatcher
+    /// error, or the body's own error with its position in the body.
+    fn thrown(&self, value: &rquickjs::Value<'_>) -> RunError {
+        // A stopped run ends as stopped, whatever was thrown on the way out.
+        if let Some(reason) = self.stop.get() {
+            return stopped(reason);
+        }
+        // QuickJS throws `null` when it cannot even make the out-of-memory error.
+        if value.is_null() && self.pressure.reached() {
+            return memory_limit();
+        }
+        let (table, bridge) = (self.table, self.bridge);
+        let described = describe_exception(value);
+        let object = value.as_object();
+        let name: String = object.and_then(|o| o.get("name").ok()).unwrap_or_default();
+        let message: String = object
+            .and_then(|o| o.get("message").ok())
+            .unwrap_or_else(|| described.clone());
+        if name == "InternalError" && message == "out of memory" {
+            return memory_limit();
+        }
+        if name == "InternalError" && message == "string too long" {
+            return RunError::new(
+                RunErrorCode::MemoryLimit,
+                "the run built a string longer than the engine allows",
+            );
+        }
+        if message == "Maximum call stack size exceeded"
+            || (name == "InternalError" && message == "stack overflow")
+        {
+            return RunError::new(
+                RunErrorCode::StackOverflow,
+                "the run exceeded its stack (too much recursion)",
+            );
+        }
+        if let Some(denial) = table
+            .denials
+            .borrow()
+            .iter()
+            .rev()
+            .find(|d| d.message == message)
+        {
+            let (line, column) = body_position(object);
+            return RunError {
+                code: denial.code,
+                message: denial.message.clone(),
+                line,
+                column,
+                specifier: Some(denial.specifier.clone()),
+            };
+        }
+        if let Some(failure) = table
+            .compile_failures
+            .borrow()
+            .iter()
+            .find(|f| message == **f)
+        {
+            return RunError::new(RunErrorCode::SyntaxError, failure.clone());
+        }
+        if let Some((_, code)) = bridge
+            .thrown
+            .borrow()
+            .iter()
+            .rev()
+            .find(|(m, _)| *m == message)
+        {
+            let (line, column) = body_position(object);
+            return RunError {
+                line,
+                column,
+                ..RunError::new(*code, described)
+            };
+        }
         let (line, column) = body_position(object);
-        return RunError {
-            code: denial.code,
-            message: denial.message.clone(),
+        RunError {
             line,
             column,
-            specifier: Some(denial.specifier.clone()),
-        };
-    }
-    if let Some(failure) = table
-        .compile_failures
-        .borrow()
-        .iter()
-        .find(|f| message == **f)
-    {
-        return RunError::new(RunErrorCode::SyntaxError, failure.clone());
-    }
-    if let Some((_, code)) = bridge
-        .thrown
-        .borrow()
-        .iter()
-        .rev()
-        .find(|(m, _)| *m == message)
-    {
-        let (line, column) = body_position(object);
-        return RunError {
-            line,
-            column,
-            ..RunError::new(*code, described)
-        };
-    }
-    let (line, column) = body_position(object);
-    RunError {
-        line,
-        column,
-        ..RunError::new(RunErrorCode::RuntimeError, described)
+            ..RunError::new(RunErrorCode::RuntimeError, described)
+        }
     }
 }
 

@@ -600,3 +600,56 @@ fn a_heap_shaped_to_pin_arenas_cannot_grow_past_the_allocators_cap() {
         Err(e) => assert_eq!(e.code, RunErrorCode::MemoryLimit, "{e}"),
     }
 }
+
+/// When the allocation that fails is small, QuickJS cannot make its `out of memory` error
+/// either: it throws `null`, or (settling a promise) leaves the body's result pending for good.
+/// Both were reported as a runtime error ("null", "never settles").
+#[test]
+fn an_exhausted_heap_is_a_memory_limit_even_when_quickjs_cannot_say_so() {
+    for code in [
+        "let o = null; for (let i = 0; i < 1e7; i++) o = { o }; return 1;",
+        "let o = null; for (let i = 0; i < 1e7; i++) o = [o]; return o;",
+        "let p = Promise.resolve(); for (let i = 0; i < 1e9; i++) p = p.then(() => {}); await p;",
+    ] {
+        // A small heap: the same failure, and little for the arena test's peak to share.
+        let mut run = Run::new(code);
+        run.limits.memory_bytes = 16 * 1024 * 1024;
+        let e = err(run.go());
+        assert_eq!(e.code, RunErrorCode::MemoryLimit, "{code}: {e}");
+        assert_eq!(e.message, "the run exceeded its memory limit");
+    }
+    // A body's own `null` is still its own error.
+    for code in ["throw null", "await Promise.reject(null)"] {
+        let e = err(Run::new(code).go());
+        assert_eq!(e.code, RunErrorCode::RuntimeError, "{code}: {e}");
+        assert_eq!(e.message, "null");
+    }
+}
+
+/// QuickJS swallows an exception thrown while it builds a stack trace, the uncatchable
+/// interrupt included, so a body could outlive its deadline and even return a value.
+#[test]
+fn a_stopped_run_ends_stopped_whatever_the_body_made_of_the_interrupt() {
+    for code in [
+        "Error.prepareStackTrace = () => { for (;;); }; throw new Error('x')",
+        "Error.prepareStackTrace = () => { for (;;); }; return new Error('x').stack;",
+        "Error.prepareStackTrace = () => { for (;;); }; try { null.x } catch (e) { return 'caught' }",
+    ] {
+        let mut run = Run::new(code);
+        run.limits.timeout = Duration::from_millis(300);
+        let outcome = run.go();
+        let e = err(outcome);
+        assert_eq!(e.code, RunErrorCode::Timeout, "{code}: {e}");
+        assert_eq!(e.message, "the run exceeded its 300 ms deadline");
+    }
+    let token = CancelToken::new();
+    let mut run =
+        Run::new("Error.prepareStackTrace = () => { for (;;); }; return new Error('x').stack;");
+    run.cancel = Some(token.clone());
+    let t = std::thread::spawn(move || {
+        std::thread::sleep(Duration::from_millis(100));
+        token.cancel();
+    });
+    assert_eq!(err(run.go()).code, RunErrorCode::Cancelled);
+    t.join().unwrap_or_default();
+}
