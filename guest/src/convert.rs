@@ -11,7 +11,7 @@ use rquickjs::{Array, Ctx, Function, Object, TypedArray};
 
 use crate::engine::{
     Keys, SharedStrings, bytes_of, define_index, define_member, define_shared_member,
-    define_string_member, without_gc,
+    define_string_member, string_length, without_gc,
 };
 
 /// Deepest nesting a value may have when it crosses.
@@ -337,8 +337,14 @@ struct Walk<'js> {
 const NODE_BYTES: usize = 32;
 
 impl<'js> Walk<'js> {
+    /// Spends one node carrying `bytes` of payload.
     fn spend(&mut self, path: &str, bytes: usize) -> Result<(), CrossError> {
-        match self.left.checked_sub(bytes + NODE_BYTES) {
+        self.charge(path, bytes.saturating_add(NODE_BYTES))
+    }
+
+    /// Spends exactly `bytes`.
+    fn charge(&mut self, path: &str, bytes: usize) -> Result<(), CrossError> {
+        match self.left.checked_sub(bytes) {
             Some(left) => {
                 self.left = left;
                 Ok(())
@@ -370,13 +376,17 @@ fn from_js_at<'js>(
         Type::Int => return Ok(Value::Number(f64::from(value.as_int().unwrap_or(0)))),
         Type::Float => return Ok(Value::Number(value.as_float().unwrap_or(f64::NAN))),
         Type::String => {
-            let s = value
-                .as_string()
-                .map(|s| s.to_string())
-                .transpose()
-                .map_err(|e| fail(format!("is not a valid string ({e})")))?
-                .unwrap_or_default();
-            walk.spend(path, s.len())?;
+            let Some(text) = value.as_string() else {
+                return Ok(Value::String(String::new()));
+            };
+            // Each UTF-16 unit is at least one UTF-8 byte: a string the budget cannot hold is
+            // refused before it is copied.
+            let units = string_length(text);
+            walk.charge(path, units)?;
+            let s = text
+                .to_string()
+                .map_err(|e| fail(format!("is not a valid string ({e})")))?;
+            walk.charge(path, s.len().saturating_sub(units))?;
             return Ok(Value::String(s));
         }
         Type::BigInt => return Err(fail("is a BigInt, which cannot cross the sandbox boundary; convert it with String() or Number()".into())),

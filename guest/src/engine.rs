@@ -139,6 +139,20 @@ pub(crate) fn bytes_of(value: &Value<'_>) -> Option<Vec<u8>> {
         .map(<[u8]>::to_vec)
 }
 
+/// The length of a guest string in UTF-16 code units, read without converting it (so a
+/// conversion can be refused, or a prefix taken, before a large string is copied).
+pub(crate) fn string_length(text: &rquickjs::String<'_>) -> usize {
+    let raw = text.ctx().as_raw().as_ptr();
+    let mut length: i64 = 0;
+    // SAFETY: `text` is a live string of this context; for a string, JS_GetLength reads the
+    // engine's own length field (no getter can run) into `length`, a valid out-pointer.
+    let status = unsafe { qjs::JS_GetLength(raw, text.as_raw(), &mut length) };
+    if status < 0 {
+        return 0;
+    }
+    usize::try_from(length).unwrap_or(0)
+}
+
 /// Compiles `source` as strict global script code into bytecode, in an eval-capable context,
 /// without source text or debug information (the hardening samples are internal code whose
 /// positions nobody reads, and a smaller script reads back faster in every run).

@@ -12,7 +12,7 @@ use nodetool_protocol::catalog::{ResolvedKind, StatusCode, StatusLevel};
 use nodetool_protocol::run::{LogEntry, LogLevel, RunError, RunErrorCode};
 use nodetool_protocol::value::Value;
 use rquickjs::context::intrinsic;
-use rquickjs::function::Rest;
+use rquickjs::function::{Rest, This};
 use rquickjs::object::Property;
 use rquickjs::promise::PromiseState;
 use rquickjs::{Context, Ctx, Function, Object, Persistent, Promise, Runtime};
@@ -21,7 +21,7 @@ use crate::bridge::{BridgeState, CurrentRun, DispatchSide, settle};
 use crate::caps;
 use crate::compile::{BytecodeCache, CompileError, compile_module};
 use crate::convert::{describe_exception, from_js, serde_json_text, to_js};
-use crate::engine::{HeapPressure, RunAllocator, load_and_resolve_entry};
+use crate::engine::{HeapPressure, RunAllocator, load_and_resolve_entry, string_length};
 use crate::entry::{ENTRY_LINE_OFFSET, ENTRY_MODULE_NAME, build_entry};
 use crate::harden;
 use crate::loader::{ModuleTable, SandboxLoader, SandboxResolver};
@@ -69,6 +69,11 @@ pub(crate) struct Logs {
 }
 
 impl Logs {
+    /// Whether the entry cap is reached (a further line is only counted).
+    fn full(&self) -> bool {
+        self.entries.len() >= self.max_entries
+    }
+
     fn push(&mut self, level: LogLevel, mut message: String) {
         if self.entries.len() >= self.max_entries {
             self.dropped += 1;
@@ -199,6 +204,8 @@ fn execute(
     // Declared after the context, so dropped before it: calls still pending when the run ends
     // hold guest functions, which must be released while the runtime is alive.
     let _pending = DropPending(Rc::clone(&bridge));
+    let prefix = Rc::new(Prefix::default());
+    let _prefix = ReleasePrefix(Rc::clone(&prefix));
 
     let judge = Judge {
         table: &table,
@@ -210,7 +217,7 @@ fn execute(
 
     // Globals, hardening, then the entry: resolve its whole static graph, lock, evaluate.
     let evaluation: Persistent<Promise<'static>> = context.with(|ctx| -> Result<_, RunError> {
-        install_globals(&ctx, request, logs).map_err(|e| failure(&ctx, e))?;
+        install_globals(&ctx, request, logs, &prefix).map_err(|e| failure(&ctx, e))?;
         // Hardening first: the guards are in place before the entry's graph is even resolved.
         harden::install(&ctx, &samples).map_err(|e| failure(&ctx, e))?;
         let resolved =
@@ -395,9 +402,11 @@ fn install_globals<'js>(
     ctx: &Ctx<'js>,
     request: &RunRequest<'_>,
     logs: &Rc<RefCell<Logs>>,
+    prefix: &Rc<Prefix>,
 ) -> rquickjs::Result<()> {
     let globals = ctx.globals();
     let freeze: Function = globals.get::<_, Object>("Object")?.get("freeze")?;
+    prefix.capture(ctx)?;
 
     let console = Object::new(ctx.clone())?;
     for (name, level) in [
@@ -408,17 +417,25 @@ fn install_globals<'js>(
         ("debug", LogLevel::Debug),
     ] {
         let logs = Rc::clone(logs);
+        let prefix = Rc::clone(prefix);
         console.set(
             name,
-            Function::new(ctx.clone(), move |args: Rest<rquickjs::Value<'js>>| {
-                let message = args
-                    .0
-                    .iter()
-                    .map(format_log_argument)
-                    .collect::<Vec<_>>()
-                    .join(" ");
-                logs.borrow_mut().push(level, message);
-            })?,
+            Function::new(
+                ctx.clone(),
+                move |ctx: Ctx<'js>, args: Rest<rquickjs::Value<'js>>| -> rquickjs::Result<()> {
+                    // Past the entry cap nothing is formatted: the line is only counted.
+                    if logs.borrow().full() {
+                        logs.borrow_mut().dropped += 1;
+                        return Ok(());
+                    }
+                    let max_chars = logs.borrow().max_chars;
+                    // Formatting may run guest code (a getter, `toJSON`) that logs too, so no
+                    // borrow is held meanwhile.
+                    let line = format_log_line(&ctx, &prefix, &args.0, max_chars)?;
+                    logs.borrow_mut().push(level, line);
+                    Ok(())
+                },
+            )?,
         )?;
     }
     freeze.call::<_, ()>((console.clone(),))?;
@@ -434,18 +451,168 @@ fn install_globals<'js>(
     Ok(())
 }
 
-fn format_log_argument(value: &rquickjs::Value<'_>) -> String {
-    if let Some(s) = value.as_string().and_then(|s| s.to_string().ok()) {
-        return s;
+/// Bytes of a non-string console argument worth converting: more than a line shows.
+const LOG_VALUE_BYTES: usize = 64 * 1024;
+
+/// Cuts a guest string before it is converted, with `String.prototype.slice` and
+/// `toWellFormed` as the context had them before any module ran (a body that replaces them
+/// changes nothing here). QuickJS keeps strings as Latin-1 or UTF-16 and takes a long slice
+/// without copying it, so the cost is the prefix, not the string.
+///
+/// The functions are held from Rust, where the cycle collector cannot see them, so
+/// [`ReleasePrefix`] lets go of them before the context is freed.
+#[derive(Default)]
+struct Prefix(RefCell<Option<PrefixFunctions>>);
+
+struct PrefixFunctions {
+    slice: Persistent<Function<'static>>,
+    well_formed: Persistent<Function<'static>>,
+}
+
+impl Prefix {
+    fn capture(&self, ctx: &Ctx<'_>) -> rquickjs::Result<()> {
+        let prototype: Object = ctx.globals().get::<_, Object>("String")?.get("prototype")?;
+        let slice: Function = prototype.get("slice")?;
+        let well_formed: Function = prototype.get("toWellFormed")?;
+        *self.0.borrow_mut() = Some(PrefixFunctions {
+            slice: Persistent::save(ctx, slice),
+            well_formed: Persistent::save(ctx, well_formed),
+        });
+        Ok(())
     }
-    if value.is_error() {
-        return describe_exception(value);
+
+    /// The first `chars` characters of `text` (all of it when shorter). At most
+    /// `2 × (chars + 1)` UTF-16 units are converted: enough for `chars` characters of any kind,
+    /// and the surrogate a cut may split lies past them. An unpaired surrogate becomes U+FFFD.
+    fn take<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        text: &rquickjs::String<'js>,
+        chars: usize,
+    ) -> rquickjs::Result<String> {
+        let (slice, well_formed) = match self.0.borrow().as_ref() {
+            Some(f) => (f.slice.clone(), f.well_formed.clone()),
+            None => return Err(rquickjs::Error::Unknown),
+        };
+        let units = chars.saturating_add(1).saturating_mul(2);
+        let cut: rquickjs::String = if string_length(text) <= units {
+            text.clone()
+        } else {
+            slice
+                .restore(ctx)?
+                .call((This(text.clone()), 0, units as f64))?
+        };
+        let mut converted = match cut.to_string() {
+            Ok(converted) => converted,
+            Err(_) => well_formed
+                .restore(ctx)?
+                .call::<_, rquickjs::String>((This(cut),))?
+                .to_string()?,
+        };
+        if let Some((at, _)) = converted.char_indices().nth(chars) {
+            converted.truncate(at);
+        }
+        Ok(converted)
+    }
+}
+
+/// Releases the functions a [`Prefix`] holds; declared after the context, so dropped before it.
+struct ReleasePrefix(Rc<Prefix>);
+
+impl Drop for ReleasePrefix {
+    fn drop(&mut self) {
+        drop(self.0.0.borrow_mut().take());
+    }
+}
+
+/// One console line from its arguments, joined by spaces, of at most `max_chars + 1`
+/// characters (one past the cap tells [`Logs::push`] to mark the cut): each argument is cut to
+/// the room left before it is converted, and none is converted once the line is full.
+fn format_log_line<'js>(
+    ctx: &Ctx<'js>,
+    prefix: &Prefix,
+    args: &[rquickjs::Value<'js>],
+    max_chars: usize,
+) -> rquickjs::Result<String> {
+    let full = max_chars.saturating_add(1);
+    let mut line = String::new();
+    let mut used = 0;
+    for (i, arg) in args.iter().enumerate() {
+        if i > 0 {
+            line.push(' ');
+            used += 1;
+        }
+        if used >= full {
+            break;
+        }
+        let text = format_log_argument(ctx, prefix, arg, full - used)?;
+        used += text.chars().count();
+        line.push_str(&text);
+        if used >= full {
+            break;
+        }
+    }
+    Ok(line)
+}
+
+/// One console argument, at most `chars` characters of it: a string as itself, an error as
+/// `Name: message`, anything else as JSON.
+fn format_log_argument<'js>(
+    ctx: &Ctx<'js>,
+    prefix: &Prefix,
+    value: &rquickjs::Value<'js>,
+    chars: usize,
+) -> rquickjs::Result<String> {
+    if let Some(text) = value.as_string() {
+        return prefix.take(ctx, text, chars);
+    }
+    if value.is_error()
+        && let Some(error) = value.as_object()
+        && let Some(text) = format_log_error(ctx, prefix, error, chars)?
+    {
+        return Ok(text);
     }
     // Only what fits in a console line is worth converting.
-    match crate::convert::from_js_limited(value, "the value", 64 * 1024) {
+    let mut text = match crate::convert::from_js_limited(value, "the value", LOG_VALUE_BYTES) {
         Ok(v) => serde_json_text(&v),
         Err(e) => format!("[{}]", e.message),
+    };
+    if let Some((at, _)) = text.char_indices().nth(chars) {
+        text.truncate(at);
     }
+    Ok(text)
+}
+
+/// `Name: message` for an error whose message is a string, each part cut before it is
+/// converted (as [`describe_exception`] writes it); `None` for any other error.
+fn format_log_error<'js>(
+    ctx: &Ctx<'js>,
+    prefix: &Prefix,
+    error: &Object<'js>,
+    chars: usize,
+) -> rquickjs::Result<Option<String>> {
+    let read = |key: &str| {
+        error
+            .get::<_, rquickjs::Value>(key)
+            .ok()
+            .and_then(rquickjs::Value::into_string)
+    };
+    let Some(message) = read("message") else {
+        return Ok(None);
+    };
+    let mut text = match read("name") {
+        Some(name) => prefix.take(ctx, &name, chars)?,
+        None => String::new(),
+    };
+    if !text.is_empty() {
+        text.push_str(": ");
+    }
+    let used = text.chars().count();
+    text.push_str(&prefix.take(ctx, &message, chars.saturating_sub(used))?);
+    if let Some((at, _)) = text.char_indices().nth(chars) {
+        text.truncate(at);
+    }
+    Ok(Some(text))
 }
 
 /// The engine reports compile errors without a position, so the body is parsed again with oxc
