@@ -44,7 +44,6 @@ macro_rules! err {
 }
 
 mod compile;
-mod fetch;
 mod install;
 mod render;
 
@@ -58,7 +57,8 @@ use std::time::Duration;
 use clap::{Args, Parser, Subcommand};
 use nodetool_discovery::{DiscoveredCatalog, trust};
 use nodetool_frontend::answers;
-use nodetool_frontend::run::{BodyRun, Engines};
+use nodetool_frontend::fetch;
+use nodetool_frontend::run::{BodyRun, Isolation, Runner};
 use nodetool_frontend::search::{Environment, PackSources, RootLabels};
 use nodetool_guest::{Capabilities, FetchGrant, RunLimits, WorkspaceGrant, body_imports};
 use nodetool_protocol::catalog::StatusLevel;
@@ -134,6 +134,49 @@ struct RunArgs {
     /// Print one JSON object.
     #[arg(long)]
     json: bool,
+    #[command(flatten)]
+    isolation: IsolationArgs,
+}
+
+/// How a run is isolated from this process.
+#[derive(Args, Clone, Default)]
+struct IsolationArgs {
+    /// The memory ceiling of the run's sandbox worker process, in MiB: everything the run
+    /// allocates, host modules and WASM included (default 512).
+    #[arg(long, value_name = "MIB")]
+    worker_memory_mb: Option<u64>,
+    /// How long past its deadline the run may take to answer before its worker is killed, in
+    /// milliseconds (default 100).
+    #[arg(long, value_name = "MS")]
+    grace_ms: Option<u64>,
+    /// Debugging only: run in this process instead of a sandbox worker. A deadline or memory
+    /// limit then holds only while the engine cooperates.
+    #[arg(long)]
+    in_process: bool,
+}
+
+impl IsolationArgs {
+    /// The runner these flags ask for (one worker).
+    fn runner(&self) -> Result<Runner, Failure> {
+        let isolation = if self.in_process {
+            Isolation::InProcess
+        } else {
+            Isolation::Workers(
+                nodetool_frontend::worker::options_from_flags(
+                    1,
+                    self.worker_memory_mb,
+                    self.grace_ms,
+                    None,
+                )
+                .map_err(Failure::Usage)?,
+            )
+        };
+        Runner::start(isolation).map_err(|e| {
+            Failure::Usage(format!(
+                "{e}\nhelp: reinstall nodetool (`cargo install --path cli --locked`), or pass --in-process to run without a worker (debugging only)"
+            ))
+        })
+    }
 }
 
 #[derive(Subcommand)]
@@ -209,6 +252,8 @@ enum CodeactCommand {
         /// Print one JSON object.
         #[arg(long)]
         json: bool,
+        #[command(flatten)]
+        isolation: IsolationArgs,
     },
     /// The package section of the system prompt.
     Prompt {
@@ -238,6 +283,10 @@ type Outcome = Result<(), Failure>;
 
 /// Runs the CLI with the process's arguments and environment.
 pub fn main() -> ExitCode {
+    // Started as a sandbox worker by a `nodetool` front end: serve runs, nothing else.
+    if let Some(code) = nodetool_frontend::worker::run_if_worker() {
+        return code;
+    }
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
@@ -398,9 +447,18 @@ fn dispatch(cli: Cli) -> Outcome {
                 Command::Packs(PacksCommand::Docs { specifier }) => {
                     packs_docs(&specifier, &catalog)
                 }
-                Command::Codeact(CodeactCommand::Step { file, allow, json }) => {
-                    codeact_step(file.as_deref(), &session(allow, &trusted), json, &catalog)
-                }
+                Command::Codeact(CodeactCommand::Step {
+                    file,
+                    allow,
+                    json,
+                    isolation,
+                }) => codeact_step(
+                    file.as_deref(),
+                    &session(allow, &trusted),
+                    json,
+                    &catalog,
+                    &isolation,
+                ),
                 Command::Codeact(CodeactCommand::Prompt { allow }) => {
                     outln!(
                         "{}",
@@ -535,7 +593,9 @@ fn run(args: RunArgs, catalog: &DiscoveredCatalog, first_use: &compile::FirstUse
         }
         limits.timeout = Duration::from_millis(ms);
     }
-    let outcome = Engines::new().run_body(
+    let runner = args.isolation.runner()?;
+    warn_unenforced(&runner);
+    let outcome = runner.run_body(
         catalog,
         BodyRun {
             code: &code,
@@ -555,6 +615,13 @@ fn run(args: RunArgs, catalog: &DiscoveredCatalog, first_use: &compile::FirstUse
         render::run_human(&outcome, &code, &origin);
     }
     if ok { Ok(()) } else { Err(Failure::Failed) }
+}
+
+/// States once what the runner cannot enforce here.
+fn warn_unenforced(runner: &Runner) {
+    if let Some(note) = runner.unenforced() {
+        errln!("nodetool: warning: {note}");
+    }
 }
 
 fn read_workflow(path: &Path) -> Result<serde_json::Value, Failure> {
@@ -644,6 +711,7 @@ fn codeact_step(
     allowlist: &Allowlist,
     json: bool,
     catalog: &DiscoveredCatalog,
+    isolation: &IsolationArgs,
 ) -> Outcome {
     let (code, _) = read_source(file)?;
     let observation_of = |ok: bool, observation: String| -> Outcome {
@@ -672,7 +740,9 @@ fn codeact_step(
     {
         return observation_of(false, "the action's imports could not be resolved".into());
     }
-    let outcome = Engines::new().run_resolved(
+    let runner = isolation.runner()?;
+    warn_unenforced(&runner);
+    let outcome = runner.run_resolved(
         &resolution,
         BodyRun {
             code: &code,

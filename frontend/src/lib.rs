@@ -16,6 +16,8 @@
 //! below `cli` and `server`; nothing else depends on it.
 
 pub mod answers;
+pub mod fetch;
 pub mod install;
 pub mod run;
 pub mod search;
+pub mod worker;

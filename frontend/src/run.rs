@@ -9,12 +9,14 @@ use nodetool_guest::{
     CancelToken, Capabilities, Dispatchers, RunLimits, RunOutcome, RunRequest, Sandbox,
     body_imports,
 };
-use nodetool_protocol::catalog::{Declaration, Resolution, ResolvedKind};
+use nodetool_protocol::catalog::{Declaration, Resolution, ResolvedKind, StatusCode, StatusLevel};
 use nodetool_protocol::run::{RunError, RunErrorCode};
 use nodetool_protocol::value::Value;
 use nodetool_runtime::SandboxModuleCatalog;
 use nodetool_runtime::dispatch::Dispatcher;
 use nodetool_wasm_host::WasmHost;
+
+use crate::worker::{PoolRun, WorkerOptions, WorkerPool, WorkerStartError};
 
 /// The engines a front end runs bodies with: the guest sandbox (whose bytecode cache of pack
 /// modules lives as long as this value) and the WASM host, started on the first run that
@@ -103,6 +105,126 @@ impl Engines {
         outcome.result = outcome.result.map_err(|e| locate_import(e, code));
         outcome
     }
+}
+
+/// How runs are isolated from the front end.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Isolation {
+    /// Each run in a sandbox worker process the front end can always stop (the default of
+    /// both front ends).
+    Workers(WorkerOptions),
+    /// Each run on the caller's thread, in the front end's own process: deadlines and memory
+    /// hold only while the engine cooperates. For debugging and for tests of the engines.
+    InProcess,
+}
+
+/// The one way both front ends run bodies: through a pool of sandbox workers, or in process
+/// when asked to ([`Isolation`]). The same body gets the same answer either way, except where
+/// only a worker can hold a limit (a deadline a C builtin ignores, a host allocation).
+pub struct Runner {
+    executor: Executor,
+}
+
+enum Executor {
+    Workers(WorkerPool),
+    InProcess(Engines),
+}
+
+impl Runner {
+    /// Starts the runner: for [`Isolation::Workers`], its workers, each ready before this
+    /// returns (an error names the program and why it did not start).
+    pub fn start(isolation: Isolation) -> Result<Runner, WorkerStartError> {
+        let executor = match isolation {
+            Isolation::Workers(options) => Executor::Workers(WorkerPool::start(options)?),
+            Isolation::InProcess => Executor::InProcess(Engines::new()),
+        };
+        Ok(Runner { executor })
+    }
+
+    /// A runner that runs in process.
+    pub fn in_process() -> Runner {
+        Runner {
+            executor: Executor::InProcess(Engines::new()),
+        }
+    }
+
+    /// The worker pool, when runs are isolated.
+    pub fn pool(&self) -> Option<&WorkerPool> {
+        match &self.executor {
+            Executor::Workers(pool) => Some(pool),
+            Executor::InProcess(_) => None,
+        }
+    }
+
+    /// What this runner cannot enforce on this platform, to state once at start-up.
+    pub fn unenforced(&self) -> Option<String> {
+        match &self.executor {
+            Executor::InProcess(_) => Some(
+                "runs execute in process (--in-process): a deadline or memory limit holds only while the engine cooperates".into(),
+            ),
+            Executor::Workers(pool) if !pool.memory_enforced() => Some(
+                "the kernel refused the sandbox workers' memory ceiling (RLIMIT_DATA): host memory is not bounded".into(),
+            ),
+            Executor::Workers(_) => None,
+        }
+    }
+
+    /// Stops admitting runs (see [`WorkerPool::drain`]); in process, nothing to do.
+    pub fn drain(&self) {
+        if let Some(pool) = self.pool() {
+            pool.drain();
+        }
+    }
+
+    /// Runs a body whose imports are already resolved (a CodeAct action checked against its
+    /// session allowlist).
+    pub fn run_resolved(&self, resolution: &Resolution, body: BodyRun<'_>) -> RunOutcome {
+        match &self.executor {
+            Executor::InProcess(engines) => engines.run_resolved(resolution, body),
+            Executor::Workers(pool) => {
+                if let Some(error) = first_error(resolution) {
+                    return failed(error);
+                }
+                pool.run(PoolRun {
+                    code: body.code,
+                    resolution,
+                    inputs: body.inputs,
+                    limits: body.limits,
+                    capabilities: &body.capabilities,
+                    cancel: body.cancel.as_ref(),
+                })
+            }
+        }
+    }
+
+    /// Runs a Code node body: its static imports are its declaration, resolved through
+    /// `catalog`. An import error the guest could not place is located in the body.
+    pub fn run_body(&self, catalog: &dyn SandboxModuleCatalog, body: BodyRun<'_>) -> RunOutcome {
+        let code = body.code;
+        let mut outcome = match resolve_body(code, catalog) {
+            Err(error) => failed(error),
+            Ok(resolution) => self.run_resolved(&resolution, body),
+        };
+        outcome.result = outcome.result.map_err(|e| locate_import(e, code));
+        outcome
+    }
+}
+
+/// A resolution's first error status as the run error the guest would end with, so a run
+/// that cannot start does not occupy a worker.
+fn first_error(resolution: &Resolution) -> Option<RunError> {
+    let status = resolution
+        .statuses
+        .iter()
+        .find(|s| s.status == StatusLevel::Error)?;
+    let code = match status.code {
+        StatusCode::ModuleUnavailable => RunErrorCode::ModuleUnavailable,
+        _ => RunErrorCode::ModuleNotFound,
+    };
+    Some(RunError {
+        specifier: status.specifier.clone(),
+        ..RunError::new(code, status.message.clone())
+    })
 }
 
 /// An outcome that ended before the guest started.

@@ -86,6 +86,11 @@ impl CancelToken {
     pub fn cancel(&self) {
         self.0.store(true, Ordering::Relaxed);
     }
+
+    /// Whether [`CancelToken::cancel`] was called.
+    pub fn is_cancelled(&self) -> bool {
+        self.0.load(Ordering::Relaxed)
+    }
 }
 
 pub use nodetool_runtime::dispatch::{

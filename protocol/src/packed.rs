@@ -570,6 +570,81 @@ impl Packed {
     }
 }
 
+/// The most nested containers [`Packed::from_bytes`] accepts: a value the guest builds is at
+/// most 64 deep, so anything deeper did not come from a guest and is refused before it is read
+/// (a deep tree would also be dropped recursively).
+pub const MAX_WIRE_DEPTH: usize = 128;
+
+impl Packed {
+    /// The value as one byte string, for a trip between processes: the tape, the text and the
+    /// keys, each behind a LEB128 length ([`Packed::from_bytes`] reads it back).
+    pub fn to_bytes(&self) -> Vec<u8> {
+        let keys: usize = self.keys.iter().map(|k| k.len() + 5).sum();
+        let mut out = Vec::with_capacity(self.tape.len() + self.text.len() + keys + 16);
+        push_length(&mut out, self.tape.len());
+        out.extend_from_slice(&self.tape);
+        push_length(&mut out, self.text.len());
+        out.extend_from_slice(self.text.as_bytes());
+        push_length(&mut out, self.keys.len());
+        for key in &self.keys {
+            push_length(&mut out, key.len());
+            out.extend_from_slice(key.as_bytes());
+        }
+        out
+    }
+
+    /// Reads what [`Packed::to_bytes`] wrote, trusting nothing: every length is checked against
+    /// what is left, text and keys must be UTF-8, the tape must walk as exactly one
+    /// well-formed value nested at most [`MAX_WIRE_DEPTH`] deep, and nothing may follow.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Packed, PackedError> {
+        let bad = |why: &str| PackedError(format!("malformed packed bytes: {why}"));
+        let mut at = 0usize;
+        let chunk = |at: &mut usize| -> Result<&[u8], PackedError> {
+            let len = read_length(bytes, at).ok_or_else(|| bad("a truncated length"))?;
+            let end = at.checked_add(len).ok_or_else(|| bad("a length"))?;
+            let part = bytes
+                .get(*at..end)
+                .ok_or_else(|| bad("a length past the end"))?;
+            *at = end;
+            Ok(part)
+        };
+        let tape = chunk(&mut at)?.to_vec();
+        let text = std::str::from_utf8(chunk(&mut at)?)
+            .map_err(|_| bad("text that is not UTF-8"))?
+            .to_string();
+        let count = read_length(bytes, &mut at).ok_or_else(|| bad("a truncated key count"))?;
+        // Each key takes at least one byte, so the count cannot exceed what is left.
+        if count > bytes.len().saturating_sub(at) {
+            return Err(bad("more keys than bytes"));
+        }
+        let mut keys = Vec::with_capacity(count);
+        for _ in 0..count {
+            let key =
+                std::str::from_utf8(chunk(&mut at)?).map_err(|_| bad("a key that is not UTF-8"))?;
+            keys.push(key.to_string());
+        }
+        if at != bytes.len() {
+            return Err(bad("bytes after the keys"));
+        }
+        let packed = Packed { tape, text, keys };
+        let mut depth = 0usize;
+        packed.walk(|token| -> Result<(), PackedError> {
+            match token {
+                Token::Array | Token::Object => {
+                    depth += 1;
+                    if depth > MAX_WIRE_DEPTH {
+                        return Err(bad("containers nested too deep"));
+                    }
+                }
+                Token::End => depth = depth.saturating_sub(1),
+                _ => {}
+            }
+            Ok(())
+        })?;
+        Ok(packed)
+    }
+}
+
 fn read_length(tape: &[u8], at: &mut usize) -> Option<usize> {
     let mut n = 0usize;
     let mut shift = 0u32;
@@ -621,6 +696,56 @@ mod tests {
         ] {
             let packed = Packed::from_value(&value);
             assert_eq!(packed.to_value(), Ok(value));
+        }
+    }
+
+    #[test]
+    fn bytes_round_trip_and_refuse_what_was_not_written() {
+        let value = Value::Array(vec![
+            Value::Object(vec![
+                ("k".into(), s("Zürich")),
+                ("b".into(), Value::Bytes(vec![1, 2])),
+            ]),
+            Value::Number(1.5),
+        ]);
+        let bytes = Packed::from_value(&value).to_bytes();
+        let back = Packed::from_bytes(&bytes).map(|p| p.to_value());
+        assert_eq!(back, Ok(Ok(value)));
+        // Every truncation, and one byte more, is refused, never a panic.
+        for cut in 0..bytes.len() {
+            assert!(Packed::from_bytes(&bytes[..cut]).is_err(), "cut at {cut}");
+        }
+        let mut longer = bytes.clone();
+        longer.push(0);
+        assert!(Packed::from_bytes(&longer).is_err());
+        // A huge key count with nothing behind it.
+        let mut lying = Packed::from_value(&Value::Null).to_bytes();
+        lying.pop();
+        lying.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
+        assert!(Packed::from_bytes(&lying).is_err());
+    }
+
+    #[test]
+    fn bytes_nested_deeper_than_the_wire_allows_are_refused() {
+        let mut w = PackedWriter::new();
+        for _ in 0..=MAX_WIRE_DEPTH {
+            w.begin_array();
+        }
+        for _ in 0..=MAX_WIRE_DEPTH {
+            w.end();
+        }
+        let deep = w.finish().map(|p| p.to_bytes()).unwrap_or_default();
+        let refused = Packed::from_bytes(&deep)
+            .err()
+            .map(|e| e.0)
+            .unwrap_or_default();
+        assert!(refused.contains("nested too deep"), "{refused}");
+    }
+
+    proptest! {
+        #[test]
+        fn arbitrary_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256)) {
+            let _ = Packed::from_bytes(&bytes).map(|p| p.to_value());
         }
     }
 

@@ -53,6 +53,10 @@ error_codes! {
     HostModuleError = "host-module-error",
     /// A WASM call failed and nothing caught it.
     WasmError = "wasm-error",
+    /// The sandbox worker process running the body died on a signal (a memory-safety bug in
+    /// the engine or a native library, a failed allocation outside every budget); the message
+    /// names the signal. Nothing else was affected, and the next run gets a fresh worker.
+    SandboxCrashed = "sandbox-crashed",
 }
 
 impl fmt::Display for RunErrorCode {

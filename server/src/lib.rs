@@ -40,7 +40,7 @@ use axum::extract::{DefaultBodyLimit, Request};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
-use nodetool_frontend::run::Engines;
+use nodetool_frontend::run::{Isolation, Runner};
 use nodetool_frontend::search::{Environment, PackSources, RootLabels, SourceError};
 use nodetool_runtime::{CatalogHandle, CompiledLookup, SandboxModuleCatalog};
 
@@ -129,14 +129,18 @@ struct Shared {
     source: Arc<dyn CatalogSource>,
     /// One reload at a time, so an older discovery never overwrites a newer one.
     reloading: tokio::sync::Mutex<()>,
-    engines: Arc<Engines>,
+    runner: Arc<Runner>,
+    /// The latest deadline of any run admitted so far (what a shutdown waits for at most).
+    latest_deadline: std::sync::Mutex<Option<Instant>>,
     gate: Arc<RunGate>,
     config: ServerConfig,
     web: WebAssets,
 }
 
 impl AppState {
-    /// Loads the catalog once (blocking) and builds the state, with no browser runner.
+    /// Loads the catalog once (blocking) and builds the state, with no browser runner and runs
+    /// in process (tests of the routes; the server itself runs them in workers, see
+    /// [`AppState::with_runner`]).
     pub fn new(
         config: ServerConfig,
         source: Arc<dyn CatalogSource>,
@@ -150,12 +154,24 @@ impl AppState {
         source: Arc<dyn CatalogSource>,
         web: WebAssets,
     ) -> Result<AppState, SourceError> {
+        AppState::with_runner(config, source, web, Arc::new(Runner::in_process()))
+    }
+
+    /// [`AppState::with_web`] running bodies through `runner` (a pool of sandbox workers, in
+    /// production).
+    pub fn with_runner(
+        config: ServerConfig,
+        source: Arc<dyn CatalogSource>,
+        web: WebAssets,
+        runner: Arc<Runner>,
+    ) -> Result<AppState, SourceError> {
         let catalog = source.load()?;
         Ok(AppState(Arc::new(Shared {
             catalog: CatalogHandle::new(catalog),
             source,
             reloading: tokio::sync::Mutex::new(()),
-            engines: Arc::new(Engines::new()),
+            runner,
+            latest_deadline: std::sync::Mutex::new(None),
             gate: RunGate::new(config.max_running, config.max_queued),
             config,
             web,
@@ -211,8 +227,33 @@ impl AppState {
         &self.0.gate
     }
 
-    fn engines(&self) -> Arc<Engines> {
-        Arc::clone(&self.0.engines)
+    /// Records an admitted run's deadline.
+    fn note_deadline(&self, deadline: Instant) {
+        let mut latest = self
+            .0
+            .latest_deadline
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        if latest.is_none_or(|l| l < deadline) {
+            *latest = Some(deadline);
+        }
+    }
+
+    /// How long from now until every admitted run has passed its deadline.
+    fn remaining_deadlines(&self) -> std::time::Duration {
+        let latest = *self
+            .0
+            .latest_deadline
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        latest.map_or(std::time::Duration::ZERO, |l| {
+            l.saturating_duration_since(Instant::now())
+        })
+    }
+
+    /// How runs execute.
+    pub fn runner(&self) -> Arc<Runner> {
+        Arc::clone(&self.0.runner)
     }
 
     fn config(&self) -> &ServerConfig {
@@ -276,15 +317,40 @@ async fn log_request(request: Request, next: Next) -> Response {
     response
 }
 
-/// Serves until `shutdown` completes, then lets the requests in flight finish.
+/// Serves until `shutdown` completes, then stops admitting runs and lets the requests in flight
+/// finish, waiting at most for the longest deadline plus the workers' grace (every run in
+/// flight is bounded by that); whatever is left then is dropped and its workers killed.
 pub async fn serve(
     listener: tokio::net::TcpListener,
     state: AppState,
     shutdown: impl Future<Output = ()> + Send + 'static,
 ) -> std::io::Result<()> {
-    axum::serve(listener, router(state))
-        .with_graceful_shutdown(shutdown)
-        .await
+    let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
+    let runner = state.runner();
+    let deadlines = state.clone();
+    let grace = runner
+        .pool()
+        .map_or(std::time::Duration::ZERO, |p| p.options().grace);
+    let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
+        shutdown.await;
+        let _ = stopping.send(());
+    });
+    let bound = async move {
+        if stopped.await.is_err() {
+            return std::future::pending::<()>().await;
+        }
+        // Runs waiting for a worker end now; runs in flight end by their deadline.
+        runner.drain();
+        let longest = deadlines.remaining_deadlines() + grace;
+        tokio::time::sleep(longest + std::time::Duration::from_millis(200)).await;
+    };
+    tokio::select! {
+        served = server => served,
+        () = bound => {
+            tracing::warn!("requests were still in flight at the end of the shutdown bound; stopping");
+            Ok(())
+        }
+    }
 }
 
 /// Completes on SIGINT or SIGTERM.
@@ -328,6 +394,22 @@ pub struct ServeArgs {
     /// checkout's web/dist).
     #[arg(long, value_name = "DIR")]
     pub web_dir: Option<PathBuf>,
+    /// The memory ceiling of each sandbox worker process, in MiB: everything a run allocates,
+    /// host modules and WASM included (default 512).
+    #[arg(long, value_name = "MIB")]
+    pub worker_memory_mb: Option<u64>,
+    /// How long past its deadline a run may take to answer before its worker is killed, in
+    /// milliseconds (default 100).
+    #[arg(long, value_name = "MS")]
+    pub grace_ms: Option<u64>,
+    /// Runs a sandbox worker serves before it is replaced (default 500).
+    #[arg(long, value_name = "N")]
+    pub recycle_after: Option<u32>,
+    /// Debugging only: run bodies in the server's own process instead of sandbox workers. A
+    /// deadline or memory limit then holds only while the engine cooperates, and a hostile body
+    /// can stop the server.
+    #[arg(long)]
+    pub in_process: bool,
 }
 
 #[derive(clap::Parser)]
@@ -363,6 +445,10 @@ impl std::fmt::Display for ServeError {
 
 /// The `nodetool-server` binary: its arguments and environment.
 pub fn main() -> ExitCode {
+    // Started as a sandbox worker by a front end: serve runs, nothing else.
+    if let Some(code) = nodetool_frontend::worker::run_if_worker() {
+        return code;
+    }
     let cli = match <Cli as clap::Parser>::try_parse() {
         Ok(cli) => cli,
         Err(e) => {
@@ -419,8 +505,29 @@ pub fn serve_blocking(
     if !web.is_built() {
         tracing::warn!("{}", web::BUILD_HINT);
     }
-    let state =
-        AppState::with_web(config, source, web).map_err(|e| ServeError::Config(e.to_string()))?;
+    let isolation = if args.in_process {
+        Isolation::InProcess
+    } else {
+        Isolation::Workers(
+            nodetool_frontend::worker::options_from_flags(
+                config.max_running,
+                args.worker_memory_mb,
+                args.grace_ms,
+                args.recycle_after,
+            )
+            .map_err(ServeError::Config)?,
+        )
+    };
+    let runner = Runner::start(isolation).map_err(|e| {
+        ServeError::Failed(format!(
+            "{e}\nhelp: reinstall the server binary, or pass --in-process to serve without sandbox workers (debugging only)"
+        ))
+    })?;
+    if let Some(note) = runner.unenforced() {
+        tracing::warn!("{note}");
+    }
+    let state = AppState::with_runner(config, source, web, Arc::new(runner))
+        .map_err(|e| ServeError::Config(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
@@ -438,7 +545,12 @@ pub fn serve_blocking(
         let mut stdout = std::io::stdout();
         let _ = writeln!(stdout, "nodetool-server listening on http://{address}");
         let _ = stdout.flush();
-        tracing::info!(%address, ?config, "listening");
+        tracing::info!(
+            %address,
+            max_runs = config.max_running,
+            queue = config.max_queued,
+            "listening"
+        );
         serve(listener, state, shutdown_signal())
             .await
             .map_err(|e| ServeError::Failed(format!("serving failed: {e}")))

@@ -100,15 +100,16 @@ pub async fn run(
         .map_or(Value::Object(Vec::new()), Value::from_json);
     let admitted = state.gate().admit().await.map_err(|_| ApiError::Busy)?;
     tracing::debug!("run admitted");
+    state.note_deadline(Instant::now() + limits.timeout);
     // The snapshot is taken once the run is admitted: it is the catalog the run started with,
     // whatever a reload swaps in while it executes.
     let catalog = state.catalog();
-    let engines = state.engines();
+    let runner = state.runner();
     let cancel = CancelToken::new();
     let mut guard = CancelOnDrop(Some(cancel.clone()));
     let outcome = tokio::task::spawn_blocking(move || {
         let _admitted = admitted;
-        engines.run_body(
+        runner.run_body(
             catalog.as_ref(),
             BodyRun {
                 code: &request.code,

@@ -11,12 +11,12 @@ use std::time::Duration;
 use nodetool_guest::{FetchClient, FetchFuture, FetchRequest, FetchResponse};
 
 /// A blocking HTTP client run on its own thread per request.
-pub(crate) struct HttpClient {
+pub struct HttpClient {
     agent: ureq::Agent,
 }
 
 impl HttpClient {
-    pub(crate) fn new() -> Self {
+    pub fn new() -> Self {
         let config = ureq::Agent::config_builder()
             .http_status_as_error(false)
             .max_redirects(0)

@@ -1,0 +1,758 @@
+//! The supervisor side: a pool of sandbox worker processes, and one run through it.
+//!
+//! The supervisor owns the clock. It sends a run to an idle worker and waits for the answer
+//! until the deadline plus a grace; past that the worker is killed (SIGKILL), the answer is
+//! `timeout`, and a replacement is started in the background. An answer that arrives after the
+//! deadline is `timeout` too. A worker that dies under a run is `sandbox-crashed` naming the
+//! signal, or `memory-limit` when it died because an allocation failed under its ceiling. A run
+//! whose cancel token fires is cancelled in the worker, and killed if it does not stop within
+//! the grace. A worker is recycled after a configurable number of runs, and whenever it held
+//! too many modules. Idle workers wait for their next run; a slot whose worker was killed is
+//! usable again only once its replacement said it is ready.
+
+use std::collections::{HashSet, VecDeque};
+use std::io::{BufReader, BufWriter, Read};
+use std::os::unix::process::ExitStatusExt;
+use std::path::PathBuf;
+use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use nodetool_guest::{CancelToken, Capabilities, RunLimits, RunOutcome};
+use nodetool_protocol::catalog::Resolution;
+use nodetool_protocol::packed::Packed;
+use nodetool_protocol::run::{LogEntry, RunError, RunErrorCode};
+use nodetool_protocol::value::Value;
+
+use super::child::{MEMORY_ARG, WORKER_ARG};
+use super::wire::{
+    self, BlobWriter, Frame, FromWorker, RunAnswer, RunOrder, ToWorker, WireCapabilities,
+    WireError, WireFetch, WireLimits, WireModule, WireResolved, WireWorkspace, module_key,
+};
+
+/// How workers are started and retired. There is no `Default` for the program:
+/// [`WorkerOptions::standard`] takes it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerOptions {
+    /// The executable started as a worker (a front end's own binary).
+    pub program: PathBuf,
+    /// Workers kept ready (the server's `--max-runs`; the CLI's 1).
+    pub workers: usize,
+    /// The memory ceiling of each worker: everything it allocates, guest heap, host modules,
+    /// WASM, buffers and results together.
+    pub memory_bytes: u64,
+    /// How long past its deadline a run may take to answer before its worker is killed.
+    pub grace: Duration,
+    /// Runs a worker serves before it is replaced.
+    pub recycle_after: u32,
+}
+
+impl WorkerOptions {
+    /// The standard ceiling for a worker: 512 MiB.
+    pub const STANDARD_MEMORY_BYTES: u64 = 512 * 1024 * 1024;
+    /// The standard grace past a deadline: 100 ms.
+    pub const STANDARD_GRACE: Duration = Duration::from_millis(100);
+    /// The standard number of runs before a worker is replaced: 500.
+    pub const STANDARD_RECYCLE_AFTER: u32 = 500;
+
+    /// `workers` workers of `program` with the standard ceiling, grace and recycling.
+    pub fn standard(program: PathBuf, workers: usize) -> WorkerOptions {
+        WorkerOptions {
+            program,
+            workers: workers.max(1),
+            memory_bytes: Self::STANDARD_MEMORY_BYTES,
+            grace: Self::STANDARD_GRACE,
+            recycle_after: Self::STANDARD_RECYCLE_AFTER,
+        }
+    }
+}
+
+/// What a front end's flags say about its workers, checked, with this process's own
+/// executable as the worker program. `None` values take the standard figures.
+pub fn options_from_flags(
+    workers: usize,
+    memory_mb: Option<u64>,
+    grace_ms: Option<u64>,
+    recycle_after: Option<u32>,
+) -> Result<WorkerOptions, String> {
+    let program = std::env::current_exe().map_err(|e| {
+        format!(
+            "cannot find this program's own executable to start sandbox workers ({e}); run it from an installed path, or pass --in-process to run without isolation (debugging only)"
+        )
+    })?;
+    let mut options = WorkerOptions::standard(program, workers);
+    if let Some(mb) = memory_mb {
+        if !(16..=65_536).contains(&mb) {
+            return Err(format!(
+                "--worker-memory-mb must be between 16 and 65536, got {mb}"
+            ));
+        }
+        options.memory_bytes = mb * 1024 * 1024;
+    }
+    if let Some(ms) = grace_ms {
+        if ms > 10_000 {
+            return Err(format!("--grace-ms must be at most 10000, got {ms}"));
+        }
+        options.grace = Duration::from_millis(ms);
+    }
+    if let Some(runs) = recycle_after {
+        options.recycle_after = runs.max(1);
+    }
+    Ok(options)
+}
+
+/// A worker could not be started.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WorkerStartError(pub String);
+
+impl std::fmt::Display for WorkerStartError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+/// How long a new worker may take to say it is ready.
+const READY_TIMEOUT: Duration = Duration::from_secs(20);
+
+/// The module bytes a worker may hold before it is recycled (it keeps every module it was sent).
+const MAX_KNOWN_BYTES: usize = 96 * 1024 * 1024;
+
+/// How often a waiting run looks at its cancel token.
+const CANCEL_POLL: Duration = Duration::from_millis(10);
+
+/// The last bytes a worker wrote to stderr, kept to tell an allocation failure from a crash.
+const STDERR_TAIL: usize = 4096;
+
+/// Counts of what happened to workers, for logs and metrics.
+#[derive(Debug, Default)]
+pub struct WorkerCounts {
+    /// Workers started (the first ones and every replacement).
+    pub started: AtomicU64,
+    /// Killed at the deadline plus the grace, or after a cancellation that did not stop.
+    pub killed: AtomicU64,
+    /// Died under a run.
+    pub crashed: AtomicU64,
+    /// Retired after their run budget or module budget.
+    pub recycled: AtomicU64,
+}
+
+/// One worker process.
+struct Worker {
+    child: Child,
+    stdin: BufWriter<ChildStdin>,
+    frames: Receiver<Result<Frame<FromWorker>, WireError>>,
+    stderr: Arc<StderrTail>,
+    /// Modules this worker holds, by key.
+    known: HashSet<String>,
+    known_bytes: usize,
+    runs: u32,
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A worker's stderr: forwarded to ours line by line, its tail kept.
+struct StderrTail {
+    tail: Mutex<VecDeque<u8>>,
+    /// Set when the worker's stderr reached its end.
+    closed: Mutex<bool>,
+    changed: Condvar,
+}
+
+impl StderrTail {
+    fn text(&self, wait: Duration) -> String {
+        let closed = self.closed.lock().unwrap_or_else(PoisonError::into_inner);
+        let _ = self
+            .changed
+            .wait_timeout_while(closed, wait, |closed| !*closed);
+        let tail = self.tail.lock().unwrap_or_else(PoisonError::into_inner);
+        String::from_utf8_lossy(&tail.iter().copied().collect::<Vec<u8>>()).into_owned()
+    }
+}
+
+struct PoolState {
+    idle: Vec<Worker>,
+    starting: usize,
+    draining: bool,
+    last_error: Option<String>,
+}
+
+struct Shared {
+    options: WorkerOptions,
+    state: Mutex<PoolState>,
+    changed: Condvar,
+    next_id: AtomicU64,
+    counts: WorkerCounts,
+    memory_enforced: std::sync::atomic::AtomicBool,
+}
+
+/// Sandbox worker processes and the runs they serve. Cheap to clone; `Sync`.
+#[derive(Clone)]
+pub struct WorkerPool(Arc<Shared>);
+
+/// One run through the pool: the resolution is already the catalog's answer.
+pub struct PoolRun<'a> {
+    /// The body.
+    pub code: &'a str,
+    /// What its imports resolved to.
+    pub resolution: &'a Resolution,
+    /// `inputs`.
+    pub inputs: &'a Value,
+    /// The run's limits.
+    pub limits: RunLimits,
+    /// What it is granted (a fetch grant's client is the worker's own).
+    pub capabilities: &'a Capabilities,
+    /// Cancellation from the front end.
+    pub cancel: Option<&'a CancelToken>,
+}
+
+impl WorkerPool {
+    /// Starts `options.workers` workers and waits until each is ready. A worker that cannot be
+    /// started is an error naming the program and why.
+    pub fn start(options: WorkerOptions) -> Result<WorkerPool, WorkerStartError> {
+        let pool = WorkerPool(Arc::new(Shared {
+            state: Mutex::new(PoolState {
+                idle: Vec::new(),
+                starting: 0,
+                draining: false,
+                last_error: None,
+            }),
+            changed: Condvar::new(),
+            next_id: AtomicU64::new(1),
+            counts: WorkerCounts::default(),
+            memory_enforced: std::sync::atomic::AtomicBool::new(true),
+            options,
+        }));
+        for _ in 0..pool.0.options.workers {
+            let worker = pool.spawn()?;
+            pool.lock().idle.push(worker);
+        }
+        Ok(pool)
+    }
+
+    /// The options the pool was started with.
+    pub fn options(&self) -> &WorkerOptions {
+        &self.0.options
+    }
+
+    /// What happened to workers so far.
+    pub fn counts(&self) -> &WorkerCounts {
+        &self.0.counts
+    }
+
+    /// Whether every worker started so far runs under its memory ceiling (the kernel accepted
+    /// the limit).
+    pub fn memory_enforced(&self) -> bool {
+        self.0.memory_enforced.load(Ordering::Relaxed)
+    }
+
+    /// Workers idle and ready now.
+    pub fn ready(&self) -> usize {
+        self.lock().idle.len()
+    }
+
+    /// Stops admitting runs: runs waiting for a worker end as `cancelled`, runs in flight go on
+    /// (each is bounded by its deadline plus the grace), idle workers are stopped.
+    pub fn drain(&self) {
+        let idle = {
+            let mut state = self.lock();
+            state.draining = true;
+            std::mem::take(&mut state.idle)
+        };
+        self.0.changed.notify_all();
+        drop(idle);
+    }
+
+    /// Whether [`WorkerPool::drain`] was called.
+    pub fn draining(&self) -> bool {
+        self.lock().draining
+    }
+
+    fn lock(&self) -> MutexGuard<'_, PoolState> {
+        self.0.state.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Starts one worker and waits for its ready frame.
+    fn spawn(&self) -> Result<Worker, WorkerStartError> {
+        let options = &self.0.options;
+        let program = &options.program;
+        let mut child = Command::new(program)
+            .arg(WORKER_ARG)
+            .arg(MEMORY_ARG)
+            .arg(options.memory_bytes.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| {
+                WorkerStartError(format!(
+                    "cannot start the sandbox worker {}: {e}",
+                    program.display()
+                ))
+            })?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(WorkerStartError(
+                "the sandbox worker's pipes could not be opened".into(),
+            ));
+        };
+        let tail = Arc::new(StderrTail {
+            tail: Mutex::new(VecDeque::with_capacity(STDERR_TAIL)),
+            closed: Mutex::new(false),
+            changed: Condvar::new(),
+        });
+        let (sender, frames) = mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("worker-frames".into())
+            .spawn(move || {
+                let mut input = BufReader::new(stdout);
+                loop {
+                    let frame = wire::read_frame::<FromWorker>(&mut input);
+                    let end = frame.is_err();
+                    if sender.send(frame).is_err() || end {
+                        return;
+                    }
+                }
+            })
+            .and_then(|_| {
+                let tail = Arc::clone(&tail);
+                std::thread::Builder::new()
+                    .name("worker-stderr".into())
+                    .spawn(move || forward_stderr(stderr, &tail))
+            });
+        let mut worker = Worker {
+            child,
+            stdin: BufWriter::new(stdin),
+            frames,
+            stderr: tail,
+            known: HashSet::new(),
+            known_bytes: 0,
+            runs: 0,
+        };
+        if let Err(e) = spawned {
+            return Err(WorkerStartError(format!(
+                "cannot start the sandbox worker's reader threads: {e}"
+            )));
+        }
+        self.0.counts.started.fetch_add(1, Ordering::Relaxed);
+        match worker.frames.recv_timeout(READY_TIMEOUT) {
+            Ok(Ok(Frame {
+                header: FromWorker::Ready(ready),
+                ..
+            })) => {
+                if !ready.memory_enforced {
+                    self.0.memory_enforced.store(false, Ordering::Relaxed);
+                }
+                Ok(worker)
+            }
+            Ok(Ok(_)) => Err(WorkerStartError(
+                "the sandbox worker did not start with a ready frame".into(),
+            )),
+            Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => {
+                let status = worker.child.wait().ok();
+                let said = worker.stderr.text(Duration::from_millis(200));
+                let said = said.trim();
+                Err(WorkerStartError(format!(
+                    "the sandbox worker {} exited before it was ready ({}){}; it must be a nodetool binary that knows {WORKER_ARG}",
+                    program.display(),
+                    status.map_or_else(|| "status unknown".into(), describe_status),
+                    if said.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {said}")
+                    }
+                )))
+            }
+            Err(RecvTimeoutError::Timeout) => Err(WorkerStartError(format!(
+                "the sandbox worker {} did not become ready within {} s",
+                program.display(),
+                READY_TIMEOUT.as_secs()
+            ))),
+        }
+    }
+
+    /// Starts a replacement on a thread of its own; its slot opens when it is ready.
+    fn replace(&self) {
+        {
+            let mut state = self.lock();
+            if state.draining {
+                return;
+            }
+            state.starting += 1;
+        }
+        let pool = self.clone();
+        let started = std::thread::Builder::new()
+            .name("worker-respawn".into())
+            .spawn(move || {
+                let worker = pool.spawn();
+                let mut state = pool.lock();
+                state.starting -= 1;
+                match worker {
+                    Ok(worker) if !state.draining => state.idle.push(worker),
+                    Ok(_) => {}
+                    Err(e) => state.last_error = Some(e.0),
+                }
+                drop(state);
+                pool.0.changed.notify_all();
+            });
+        if started.is_err() {
+            self.lock().starting -= 1;
+            self.0.changed.notify_all();
+        }
+    }
+
+    /// An idle worker, waiting for a replacement when none is idle; starts one itself when
+    /// nothing else is starting.
+    fn take(&self, cancel: Option<&CancelToken>) -> Result<Worker, RunError> {
+        let mut state = self.lock();
+        loop {
+            if state.draining {
+                return Err(RunError::new(
+                    RunErrorCode::Cancelled,
+                    "the sandbox is shutting down; the run was not started",
+                ));
+            }
+            if let Some(worker) = state.idle.pop() {
+                return Ok(worker);
+            }
+            if cancel.is_some_and(CancelToken::is_cancelled) {
+                return Err(RunError::new(
+                    RunErrorCode::Cancelled,
+                    "the run was cancelled",
+                ));
+            }
+            if state.starting == 0 {
+                state.starting += 1;
+                drop(state);
+                let worker = self.spawn();
+                state = self.lock();
+                state.starting -= 1;
+                match worker {
+                    Ok(worker) => return Ok(worker),
+                    Err(e) => {
+                        return Err(RunError::new(RunErrorCode::SandboxCrashed, e.0));
+                    }
+                }
+            }
+            state = self
+                .0
+                .changed
+                .wait_timeout(state, CANCEL_POLL * 5)
+                .unwrap_or_else(PoisonError::into_inner)
+                .0;
+        }
+    }
+
+    /// Gives a worker back after a clean answer, or retires it.
+    fn give_back(&self, worker: Worker, retire: bool) {
+        let options = &self.0.options;
+        if retire || worker.runs >= options.recycle_after || worker.known_bytes > MAX_KNOWN_BYTES {
+            self.0.counts.recycled.fetch_add(1, Ordering::Relaxed);
+            drop(worker);
+            self.replace();
+            return;
+        }
+        let mut state = self.lock();
+        if state.draining {
+            drop(state);
+            drop(worker);
+            return;
+        }
+        state.idle.push(worker);
+        drop(state);
+        self.0.changed.notify_one();
+    }
+
+    /// Runs one body in a worker (see the module documentation for every way it can end).
+    pub fn run(&self, run: PoolRun<'_>) -> RunOutcome {
+        let started = Instant::now();
+        let fail = |error: RunError, logs: Vec<LogEntry>| RunOutcome {
+            result: Err(error),
+            logs,
+            duration: started.elapsed(),
+        };
+        let mut worker = match self.take(run.cancel) {
+            Ok(w) => w,
+            Err(e) => return fail(e, Vec::new()),
+        };
+        let id = self.0.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut blob = BlobWriter::default();
+        let mut sent_keys = Vec::new();
+        let modules = run
+            .resolution
+            .modules
+            .iter()
+            .map(|m| {
+                let key = module_key(m);
+                if worker.known.contains(&key) {
+                    WireModule::Known(key)
+                } else {
+                    let before = blob.len();
+                    let module = WireResolved::write(m, &mut blob);
+                    sent_keys.push((key.clone(), blob.len() - before));
+                    WireModule::Full { key, module }
+                }
+            })
+            .collect();
+        let order = RunOrder {
+            id,
+            code: blob.push(run.code.as_bytes()),
+            inputs: blob.push(&Packed::from_value(run.inputs).to_bytes()),
+            limits: wire_limits(&run.limits),
+            capabilities: wire_capabilities(run.capabilities),
+            modules,
+            statuses: run.resolution.statuses.clone(),
+        };
+        // The clock starts when the order is handed over.
+        let sent = Instant::now();
+        if let Err(e) = wire::write_frame(&mut worker.stdin, &ToWorker::Run(order), &blob) {
+            drop(blob);
+            return match e {
+                WireError::Malformed(why) => {
+                    self.give_back(worker, false);
+                    fail(
+                        RunError::new(
+                            RunErrorCode::RuntimeError,
+                            format!("the run could not be sent to its worker: {why}"),
+                        ),
+                        Vec::new(),
+                    )
+                }
+                _ => {
+                    let error = self.died(worker);
+                    fail(error, Vec::new())
+                }
+            };
+        }
+        drop(blob);
+        for (key, bytes) in sent_keys {
+            worker.known.insert(key);
+            worker.known_bytes += bytes;
+        }
+        worker.runs += 1;
+        let deadline = sent + run.limits.timeout;
+        let mut kill_at = deadline + self.0.options.grace;
+        let mut cancelled = false;
+        loop {
+            let now = Instant::now();
+            if now >= kill_at {
+                self.0.counts.killed.fetch_add(1, Ordering::Relaxed);
+                drop(worker);
+                self.replace();
+                let error = if cancelled {
+                    RunError::new(RunErrorCode::Cancelled, "the run was cancelled")
+                } else {
+                    timeout(&run.limits)
+                };
+                return fail(error, Vec::new());
+            }
+            let wait = if run.cancel.is_some() && !cancelled {
+                (kill_at - now).min(CANCEL_POLL)
+            } else {
+                kill_at - now
+            };
+            match worker.frames.recv_timeout(wait) {
+                Ok(Ok(frame)) if matches!(&frame.header, FromWorker::Answer(a) if a.id == id) => {
+                    let (FromWorker::Answer(answer), frame) = frame.split() else {
+                        continue;
+                    };
+                    let late = Instant::now() > deadline;
+                    let retire = answer.retire;
+                    let outcome = finish(answer, &frame, late, &run.limits, started);
+                    self.give_back(worker, retire);
+                    return outcome;
+                }
+                Ok(Ok(_)) | Ok(Err(WireError::Malformed(_))) => {
+                    // A worker that says something no worker says is not trusted again.
+                    self.0.counts.crashed.fetch_add(1, Ordering::Relaxed);
+                    drop(worker);
+                    self.replace();
+                    return fail(
+                        RunError::new(
+                            RunErrorCode::SandboxCrashed,
+                            "the sandbox worker broke the protocol; it was stopped and replaced",
+                        ),
+                        Vec::new(),
+                    );
+                }
+                Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => {
+                    let error = self.died(worker);
+                    return fail(error, Vec::new());
+                }
+                Err(RecvTimeoutError::Timeout) => {
+                    if !cancelled && run.cancel.is_some_and(CancelToken::is_cancelled) {
+                        cancelled = true;
+                        let _ = wire::write_frame(
+                            &mut worker.stdin,
+                            &ToWorker::Cancel(id),
+                            &BlobWriter::default(),
+                        );
+                        kill_at = kill_at.min(Instant::now() + self.0.options.grace);
+                    }
+                }
+            }
+        }
+    }
+
+    /// A worker whose channel ended under a run: why it died, as the run's error.
+    fn died(&self, mut worker: Worker) -> RunError {
+        self.0.counts.crashed.fetch_add(1, Ordering::Relaxed);
+        // Its channel is closed; it is gone or going (a worker whose stdout closed is stopped).
+        let status = match worker.child.try_wait() {
+            Ok(Some(status)) => Some(status),
+            _ => {
+                std::thread::sleep(Duration::from_millis(20));
+                match worker.child.try_wait() {
+                    Ok(Some(status)) => Some(status),
+                    _ => {
+                        let _ = worker.child.kill();
+                        worker.child.wait().ok()
+                    }
+                }
+            }
+        };
+        let said = worker.stderr.text(Duration::from_millis(200));
+        drop(worker);
+        self.replace();
+        let ceiling = self.0.options.memory_bytes / (1024 * 1024);
+        if said.contains("memory allocation of")
+            || said.contains("std::bad_alloc")
+            || said.contains("out of memory")
+        {
+            return RunError::new(
+                RunErrorCode::MemoryLimit,
+                format!(
+                    "the run exceeded its memory ceiling ({ceiling} MiB for everything its sandbox worker allocates)"
+                ),
+            );
+        }
+        RunError::new(
+            RunErrorCode::SandboxCrashed,
+            format!(
+                "the sandbox worker running the body {}; it was replaced, and nothing else was affected",
+                status.map_or_else(|| "died".to_string(), describe_status)
+            ),
+        )
+    }
+}
+
+/// The outcome of an answer read in time (or late: then it is a timeout, its logs kept).
+fn finish(
+    answer: RunAnswer,
+    frame: &Frame<()>,
+    late: bool,
+    limits: &RunLimits,
+    started: Instant,
+) -> RunOutcome {
+    let result = if late {
+        Err(timeout(limits))
+    } else {
+        match (answer.error, answer.result) {
+            (Some(error), _) => Err(error),
+            (None, Some(span)) => frame.blob().value(span).map_err(|e| {
+                RunError::new(
+                    RunErrorCode::SandboxCrashed,
+                    format!("the sandbox worker sent a result that does not read: {e}"),
+                )
+            }),
+            (None, None) => Ok(Value::Undefined),
+        }
+    };
+    RunOutcome {
+        result,
+        logs: answer.logs,
+        duration: started.elapsed(),
+    }
+}
+
+fn timeout(limits: &RunLimits) -> RunError {
+    RunError::new(
+        RunErrorCode::Timeout,
+        format!(
+            "the run exceeded its {} ms deadline",
+            limits.timeout.as_millis()
+        ),
+    )
+}
+
+/// `killed by SIGSEGV (signal 11)`, `exited with status 3`.
+fn describe_status(status: ExitStatus) -> String {
+    if let Some(signal) = status.signal() {
+        let name = match signal {
+            4 => "SIGILL",
+            6 => "SIGABRT",
+            7 => "SIGBUS",
+            8 => "SIGFPE",
+            9 => "SIGKILL",
+            11 => "SIGSEGV",
+            13 => "SIGPIPE",
+            15 => "SIGTERM",
+            31 => "SIGSYS",
+            _ => "a signal",
+        };
+        return format!("was killed by {name} (signal {signal})");
+    }
+    match status.code() {
+        Some(code) => format!("exited with status {code}"),
+        None => "ended".to_string(),
+    }
+}
+
+/// Forwards a worker's stderr to ours, keeping its last bytes.
+fn forward_stderr(mut stderr: std::process::ChildStderr, tail: &StderrTail) {
+    use std::io::Write as _;
+    let mut buffer = [0u8; 4096];
+    loop {
+        match stderr.read(&mut buffer) {
+            Ok(0) | Err(_) => break,
+            Ok(n) => {
+                let chunk = &buffer[..n];
+                let _ = std::io::stderr().write_all(chunk);
+                let mut kept = tail.tail.lock().unwrap_or_else(PoisonError::into_inner);
+                kept.extend(chunk.iter().copied());
+                let excess = kept.len().saturating_sub(STDERR_TAIL);
+                kept.drain(..excess);
+            }
+        }
+    }
+    *tail.closed.lock().unwrap_or_else(PoisonError::into_inner) = true;
+    tail.changed.notify_all();
+}
+
+fn wire_limits(limits: &RunLimits) -> WireLimits {
+    let n = |v: usize| u64::try_from(v).unwrap_or(u64::MAX);
+    WireLimits {
+        timeout_ms: u64::try_from(limits.timeout.as_millis()).unwrap_or(u64::MAX),
+        memory_bytes: n(limits.memory_bytes),
+        stack_bytes: n(limits.stack_bytes),
+        log_entries: n(limits.log_entries),
+        log_chars: n(limits.log_chars),
+    }
+}
+
+fn wire_capabilities(capabilities: &Capabilities) -> WireCapabilities {
+    WireCapabilities {
+        secrets: capabilities
+            .secrets
+            .as_ref()
+            .map(|s| s.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
+        workspace: capabilities.workspace.as_ref().map(|w| WireWorkspace {
+            root: w.root.clone(),
+            max_file_bytes: w.max_file_bytes,
+            max_list_entries: u64::try_from(w.max_list_entries).unwrap_or(u64::MAX),
+        }),
+        fetch: capabilities.fetch.as_ref().map(|f| WireFetch {
+            allowed_hosts: f.allowed_hosts.clone(),
+            max_response_bytes: u64::try_from(f.max_response_bytes).unwrap_or(u64::MAX),
+        }),
+    }
+}

@@ -1,0 +1,495 @@
+//! The frames the supervisor and a sandbox worker exchange over the worker's stdin and stdout.
+//!
+//! A frame is `[u32 LE length of the rest][u32 LE header length][header][blob]`. The header is
+//! JSON (small: codes, limits, names, spans); the blob carries the large parts as raw bytes that
+//! the header points into with [`Span`]s: module sources and WASM binaries, and `inputs` and the
+//! result packed with [`Packed::to_bytes`] (a flat tape, so no tree is ever parsed recursively
+//! on either side). Both directions trust nothing: a frame longer than [`MAX_FRAME_BYTES`], a
+//! header that does not parse, or a span outside the blob is an error, never a panic, and a
+//! supervisor treats such a worker as crashed.
+
+use std::io::{self, Read, Write};
+use std::sync::Arc;
+
+use nodetool_protocol::catalog::{
+    Bytes, FileContent, GraphFile, ResolvedKind, ResolvedModule, Status,
+};
+use nodetool_protocol::manifest::WasmContract;
+use nodetool_protocol::packed::Packed;
+use nodetool_protocol::run::{LogEntry, RunError};
+use nodetool_protocol::value::Value;
+use serde::{Deserialize, Serialize};
+
+/// The largest frame either side accepts: room for a 16 MiB request's inputs, a run's modules
+/// and the largest result a run may return ([`MAX_RESULT_BYTES`]) with its logs.
+pub const MAX_FRAME_BYTES: usize = 160 * 1024 * 1024;
+
+/// The largest packed result a run may send back; a larger one ends the run with an error that
+/// says so.
+pub const MAX_RESULT_BYTES: usize = 64 * 1024 * 1024;
+
+/// A byte range of a frame's blob.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Span {
+    /// Offset in the blob.
+    pub at: u64,
+    /// Length in bytes.
+    pub len: u64,
+}
+
+/// Why a frame could not be read or written.
+#[derive(Debug)]
+pub enum WireError {
+    /// The other side closed the stream between frames.
+    Closed,
+    /// Reading or writing failed.
+    Io(io::Error),
+    /// The bytes are not a frame this side accepts.
+    Malformed(String),
+}
+
+impl std::fmt::Display for WireError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            WireError::Closed => f.write_str("the stream closed"),
+            WireError::Io(e) => write!(f, "{e}"),
+            WireError::Malformed(why) => write!(f, "a malformed frame: {why}"),
+        }
+    }
+}
+
+/// A frame being built: its blob grows as parts are added.
+#[derive(Default)]
+pub struct BlobWriter {
+    bytes: Vec<u8>,
+}
+
+impl BlobWriter {
+    /// Bytes so far.
+    pub fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    /// Whether nothing was added.
+    pub fn is_empty(&self) -> bool {
+        self.bytes.is_empty()
+    }
+
+    /// Appends `bytes` and returns where they are.
+    pub fn push(&mut self, bytes: &[u8]) -> Span {
+        let span = Span {
+            at: self.bytes.len() as u64,
+            len: bytes.len() as u64,
+        };
+        self.bytes.extend_from_slice(bytes);
+        span
+    }
+}
+
+/// A received frame's blob.
+pub struct Blob<'a>(&'a [u8]);
+
+impl<'a> Blob<'a> {
+    /// The bytes of `span`, or an error when it lies outside the blob.
+    pub fn get(&self, span: Span) -> Result<&'a [u8], WireError> {
+        let at = usize::try_from(span.at).ok();
+        let len = usize::try_from(span.len).ok();
+        at.zip(len)
+            .and_then(|(at, len)| Some(at..at.checked_add(len)?))
+            .and_then(|range| self.0.get(range))
+            .ok_or_else(|| WireError::Malformed("a span outside the blob".into()))
+    }
+
+    /// The UTF-8 text of `span`.
+    pub fn text(&self, span: Span) -> Result<&'a str, WireError> {
+        std::str::from_utf8(self.get(span)?)
+            .map_err(|_| WireError::Malformed("text that is not UTF-8".into()))
+    }
+
+    /// The packed value of `span`, expanded.
+    pub fn value(&self, span: Span) -> Result<Value, WireError> {
+        Packed::from_bytes(self.get(span)?)
+            .and_then(|p| p.to_value())
+            .map_err(|e| WireError::Malformed(e.0))
+    }
+}
+
+/// Writes one frame: `header` as JSON, then the blob.
+pub fn write_frame<H: Serialize>(
+    out: &mut impl Write,
+    header: &H,
+    blob: &BlobWriter,
+) -> Result<(), WireError> {
+    let header = serde_json::to_vec(header).map_err(|e| WireError::Malformed(e.to_string()))?;
+    let rest = 4 + header.len() + blob.bytes.len();
+    if rest > MAX_FRAME_BYTES {
+        return Err(WireError::Malformed(format!(
+            "a frame of {rest} bytes is over the {MAX_FRAME_BYTES}-byte cap"
+        )));
+    }
+    let mut head = Vec::with_capacity(8 + header.len());
+    head.extend_from_slice(&(rest as u32).to_le_bytes());
+    head.extend_from_slice(&(header.len() as u32).to_le_bytes());
+    head.extend_from_slice(&header);
+    out.write_all(&head).map_err(WireError::Io)?;
+    out.write_all(&blob.bytes).map_err(WireError::Io)?;
+    out.flush().map_err(WireError::Io)
+}
+
+/// A frame read whole: the header parsed, the blob kept.
+pub struct Frame<H> {
+    /// The parsed header.
+    pub header: H,
+    blob: Vec<u8>,
+    blob_at: usize,
+}
+
+impl<H> Frame<H> {
+    /// The header, and the frame without it (its blob still readable).
+    pub fn split(self) -> (H, Frame<()>) {
+        (
+            self.header,
+            Frame {
+                header: (),
+                blob: self.blob,
+                blob_at: self.blob_at,
+            },
+        )
+    }
+
+    /// The frame's blob.
+    pub fn blob(&self) -> Blob<'_> {
+        Blob(self.blob.get(self.blob_at..).unwrap_or_default())
+    }
+}
+
+/// Reads one frame. End of stream before the first byte is [`WireError::Closed`].
+pub fn read_frame<H: for<'de> Deserialize<'de>>(
+    input: &mut impl Read,
+) -> Result<Frame<H>, WireError> {
+    let mut length = [0u8; 4];
+    match input.read(&mut length[..1]) {
+        Ok(0) => return Err(WireError::Closed),
+        Ok(_) => {}
+        Err(e) => return Err(WireError::Io(e)),
+    }
+    input.read_exact(&mut length[1..]).map_err(WireError::Io)?;
+    let rest = u32::from_le_bytes(length) as usize;
+    if !(4..=MAX_FRAME_BYTES).contains(&rest) {
+        return Err(WireError::Malformed(format!("a frame length of {rest}")));
+    }
+    let mut body = vec![0u8; rest];
+    input.read_exact(&mut body).map_err(WireError::Io)?;
+    let header_len = body
+        .get(..4)
+        .and_then(|b| <[u8; 4]>::try_from(b).ok())
+        .map(|b| u32::from_le_bytes(b) as usize)
+        .unwrap_or(usize::MAX);
+    let header_end = header_len
+        .checked_add(4)
+        .filter(|end| *end <= body.len())
+        .ok_or_else(|| WireError::Malformed("a header longer than its frame".into()))?;
+    let header: H = serde_json::from_slice(body.get(4..header_end).unwrap_or_default())
+        .map_err(|e| WireError::Malformed(format!("a header that does not parse: {e}")))?;
+    Ok(Frame {
+        header,
+        blob: body,
+        blob_at: header_end,
+    })
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the supervisor sends
+// ---------------------------------------------------------------------------------------------
+
+/// A frame to the worker.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum ToWorker {
+    /// Run one body.
+    Run(RunOrder),
+    /// Stop the run `id` (its client went away, or the front end is shutting down).
+    Cancel(u64),
+}
+
+/// One run, as the worker needs it: everything is data (no catalog, no path lookups).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RunOrder {
+    /// Numbers the run, so an answer is matched to its order.
+    pub id: u64,
+    /// The body.
+    pub code: Span,
+    /// `inputs`, packed.
+    pub inputs: Span,
+    /// The run's limits.
+    pub limits: WireLimits,
+    /// What the run is granted.
+    pub capabilities: WireCapabilities,
+    /// The modules to mount: in full the first time this worker sees one, else by key.
+    pub modules: Vec<WireModule>,
+    /// The resolution's statuses (its errors end the run before anything starts).
+    pub statuses: Vec<Status>,
+}
+
+/// [`nodetool_guest::RunLimits`] on the wire.
+#[derive(Debug, Clone, Copy, Serialize, Deserialize)]
+pub struct WireLimits {
+    /// Deadline in milliseconds.
+    pub timeout_ms: u64,
+    /// Guest heap in bytes.
+    pub memory_bytes: u64,
+    /// Engine stack in bytes.
+    pub stack_bytes: u64,
+    /// Console lines kept.
+    pub log_entries: u64,
+    /// Characters per console line.
+    pub log_chars: u64,
+}
+
+/// The granted capabilities on the wire. `fetch` is performed by the worker's own HTTP client.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+pub struct WireCapabilities {
+    /// `getSecret`'s secrets.
+    pub secrets: Option<Vec<(String, String)>>,
+    /// The workspace directory and its caps.
+    pub workspace: Option<WireWorkspace>,
+    /// `fetch`'s hosts and response cap.
+    pub fetch: Option<WireFetch>,
+}
+
+/// [`nodetool_guest::WorkspaceGrant`] on the wire.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WireWorkspace {
+    /// The run's directory (the front end's choice; never shown to guest code).
+    pub root: std::path::PathBuf,
+    /// The largest file read or written.
+    pub max_file_bytes: u64,
+    /// The most entries one `list` reads.
+    pub max_list_entries: u64,
+}
+
+/// [`nodetool_guest::FetchGrant`] on the wire.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WireFetch {
+    /// The hosts `fetch` may reach.
+    pub allowed_hosts: Vec<String>,
+    /// The largest response body.
+    pub max_response_bytes: u64,
+}
+
+/// One module of a run.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum WireModule {
+    /// The whole module; the worker keeps it under `key`.
+    Full {
+        /// The worker's cache key ([`module_key`]).
+        key: String,
+        /// The module, its files' contents in the blob.
+        module: WireResolved,
+    },
+    /// A module this worker was sent before.
+    Known(String),
+}
+
+/// [`ResolvedModule`] with its file contents moved into the blob.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WireResolved {
+    specifier: String,
+    pack_name: String,
+    pack_version: Option<String>,
+    content_digest: String,
+    module_id: String,
+    graph: Vec<WireFile>,
+    kind: WireKind,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+struct WireFile {
+    id: String,
+    internal: bool,
+    dependencies: Vec<String>,
+    wasm: bool,
+    content: Span,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+enum WireKind {
+    Js,
+    Wasm(WasmContract),
+    Host(String),
+}
+
+/// What identifies a module's content for a worker's cache: everything the resolution says
+/// about it except its files, whose content the graph digest covers.
+pub fn module_key(module: &ResolvedModule) -> String {
+    let kind = match &module.kind {
+        ResolvedKind::Js => "js".to_string(),
+        ResolvedKind::Wasm { wasm } => {
+            format!("wasm:{}", serde_json::to_string(wasm).unwrap_or_default())
+        }
+        ResolvedKind::Host { host_id } => format!("host:{host_id}"),
+    };
+    format!(
+        "{}\u{0}{}\u{0}{}\u{0}{}\u{0}{}\u{0}{kind}",
+        module.specifier,
+        module.pack_name,
+        module.pack_version.as_deref().unwrap_or(""),
+        module.content_digest,
+        module.module_id
+    )
+}
+
+impl WireResolved {
+    /// `module` with its contents appended to `blob`.
+    pub fn write(module: &ResolvedModule, blob: &mut BlobWriter) -> WireResolved {
+        let graph = module
+            .graph
+            .iter()
+            .map(|f| {
+                let (wasm, content) = match &f.content {
+                    FileContent::Js { source } => (false, blob.push(source.as_bytes())),
+                    FileContent::Wasm { bytes } => (true, blob.push(&bytes.0)),
+                };
+                WireFile {
+                    id: f.id.clone(),
+                    internal: f.internal,
+                    dependencies: f.dependencies.clone(),
+                    wasm,
+                    content,
+                }
+            })
+            .collect();
+        WireResolved {
+            specifier: module.specifier.clone(),
+            pack_name: module.pack_name.clone(),
+            pack_version: module.pack_version.clone(),
+            content_digest: module.content_digest.clone(),
+            module_id: module.module_id.clone(),
+            graph,
+            kind: match &module.kind {
+                ResolvedKind::Js => WireKind::Js,
+                ResolvedKind::Wasm { wasm } => WireKind::Wasm(wasm.clone()),
+                ResolvedKind::Host { host_id } => WireKind::Host(host_id.clone()),
+            },
+        }
+    }
+
+    /// The module, its contents read from `blob`.
+    pub fn read(self, blob: &Blob<'_>) -> Result<ResolvedModule, WireError> {
+        let mut graph = Vec::with_capacity(self.graph.len());
+        for f in self.graph {
+            let content = if f.wasm {
+                FileContent::Wasm {
+                    bytes: Bytes(Arc::from(blob.get(f.content)?)),
+                }
+            } else {
+                FileContent::Js {
+                    source: Arc::from(blob.text(f.content)?),
+                }
+            };
+            graph.push(GraphFile {
+                id: f.id,
+                internal: f.internal,
+                dependencies: f.dependencies,
+                content,
+            });
+        }
+        Ok(ResolvedModule {
+            specifier: self.specifier,
+            pack_name: self.pack_name,
+            pack_version: self.pack_version,
+            content_digest: self.content_digest,
+            module_id: self.module_id,
+            graph,
+            kind: match self.kind {
+                WireKind::Js => ResolvedKind::Js,
+                WireKind::Wasm(wasm) => ResolvedKind::Wasm { wasm },
+                WireKind::Host(host_id) => ResolvedKind::Host { host_id },
+            },
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// What the worker sends
+// ---------------------------------------------------------------------------------------------
+
+/// A frame from the worker.
+#[derive(Debug, Serialize, Deserialize)]
+pub enum FromWorker {
+    /// The worker is up, its limits applied, and waits for a run.
+    Ready(WorkerReady),
+    /// A run's outcome.
+    Answer(RunAnswer),
+}
+
+/// What a worker says once it is ready.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct WorkerReady {
+    /// Its process id.
+    pub pid: u32,
+    /// Whether its memory ceiling is in force (the kernel accepted the limit).
+    pub memory_enforced: bool,
+}
+
+/// A run's outcome.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct RunAnswer {
+    /// The order's id.
+    pub id: u64,
+    /// The packed result when the run succeeded.
+    pub result: Option<Span>,
+    /// The error when it did not.
+    pub error: Option<RunError>,
+    /// Console output (already under the run's caps).
+    pub logs: Vec<LogEntry>,
+    /// The worker's own measure of the run, in microseconds.
+    pub duration_us: u64,
+    /// The worker is leaving after this answer (the host failed under it); start another.
+    #[serde(default)]
+    pub retire: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_frame_round_trips_with_its_blob() {
+        let mut blob = BlobWriter::default();
+        let code = blob.push("return 1".as_bytes());
+        let inputs = blob.push(&Packed::from_value(&Value::String("x".into())).to_bytes());
+        let mut out = Vec::new();
+        let order = ToWorker::Cancel(7);
+        assert!(write_frame(&mut out, &order, &blob).is_ok());
+        let frame: Result<Frame<ToWorker>, _> = read_frame(&mut out.as_slice());
+        let Ok(frame) = frame else {
+            panic!("must read")
+        };
+        assert!(matches!(frame.header, ToWorker::Cancel(7)));
+        assert_eq!(frame.blob().text(code).ok(), Some("return 1"));
+        assert_eq!(
+            frame.blob().value(inputs).ok(),
+            Some(Value::String("x".into()))
+        );
+        let outside = Span {
+            at: 3,
+            len: u64::MAX,
+        };
+        assert!(frame.blob().get(outside).is_err());
+    }
+
+    #[test]
+    fn truncated_and_oversized_frames_are_errors() {
+        let mut out = Vec::new();
+        assert!(write_frame(&mut out, &ToWorker::Cancel(1), &BlobWriter::default()).is_ok());
+        for cut in 1..out.len() {
+            let read: Result<Frame<ToWorker>, _> = read_frame(&mut &out[..cut]);
+            assert!(read.is_err(), "cut at {cut}");
+        }
+        let empty: Result<Frame<ToWorker>, _> = read_frame(&mut &[][..]);
+        assert!(matches!(empty, Err(WireError::Closed)));
+        let huge = u32::MAX.to_le_bytes();
+        let read: Result<Frame<ToWorker>, _> = read_frame(&mut &huge[..]);
+        assert!(matches!(read, Err(WireError::Malformed(_))));
+    }
+}
