@@ -10,6 +10,7 @@
 //! Every refusal is an `Error` in the guest (a rejected Promise), never a panic, and no message
 //! names a host filesystem path.
 
+use std::cell::Cell;
 use std::collections::BTreeMap;
 use std::fmt;
 use std::fs;
@@ -133,6 +134,11 @@ fn type_of(value: Option<&JsValue<'_>>) -> &'static str {
 /// filesystem is touched, and every existing component below the root is checked with
 /// `symlink_metadata`, so a symbolic link anywhere under the root is refused, never followed.
 /// The root itself is the host's and may be reached through links.
+///
+/// Writes are held to per-run totals as well as the per-file cap, so a body that writes in a
+/// loop fills neither the disk nor the directory: every byte a successful write wrote counts
+/// (an overwrite counts again), and so does every file and directory a write created. A write
+/// past either total is refused before it touches the filesystem.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WorkspaceGrant {
     /// The run's directory (it must exist and be a directory when the guest uses it).
@@ -141,6 +147,10 @@ pub struct WorkspaceGrant {
     pub max_file_bytes: u64,
     /// The most entries one `list` call reads; a larger directory is refused.
     pub max_list_entries: usize,
+    /// The most bytes one run's writes may write, all files together.
+    pub max_run_write_bytes: u64,
+    /// The most files and directories one run's writes may create.
+    pub max_run_entries: usize,
 }
 
 impl WorkspaceGrant {
@@ -148,15 +158,44 @@ impl WorkspaceGrant {
     pub const STANDARD_MAX_FILE_BYTES: u64 = 10 * 1024 * 1024;
     /// NodeTool's standard listing cap: 10,000 entries.
     pub const STANDARD_MAX_LIST_ENTRIES: usize = 10_000;
+    /// NodeTool's standard write quota per run: 256 MiB.
+    pub const STANDARD_MAX_RUN_WRITE_BYTES: u64 = 256 * 1024 * 1024;
+    /// NodeTool's standard quota of created entries per run: 10,000 files and directories
+    /// (as many as one listing reads).
+    pub const STANDARD_MAX_RUN_ENTRIES: usize = 10_000;
 
     /// `root` with NodeTool's standard caps ([`Self::STANDARD_MAX_FILE_BYTES`],
-    /// [`Self::STANDARD_MAX_LIST_ENTRIES`]).
+    /// [`Self::STANDARD_MAX_LIST_ENTRIES`], [`Self::STANDARD_MAX_RUN_WRITE_BYTES`],
+    /// [`Self::STANDARD_MAX_RUN_ENTRIES`]).
     pub fn standard(root: impl Into<PathBuf>) -> WorkspaceGrant {
         WorkspaceGrant {
             root: root.into(),
             max_file_bytes: Self::STANDARD_MAX_FILE_BYTES,
             max_list_entries: Self::STANDARD_MAX_LIST_ENTRIES,
+            max_run_write_bytes: Self::STANDARD_MAX_RUN_WRITE_BYTES,
+            max_run_entries: Self::STANDARD_MAX_RUN_ENTRIES,
         }
+    }
+}
+
+/// What one run's writes have used of its [`WorkspaceGrant`] quotas; one per run, shared by
+/// the body and every pack module (they share the one `workspace` global).
+#[derive(Default)]
+struct WriteUsage {
+    bytes: Cell<u64>,
+    entries: Cell<usize>,
+}
+
+/// A byte count as a person reads a quota: whole MiB or KiB when it is one, bytes otherwise.
+fn byte_quantity(bytes: u64) -> String {
+    const KIB: u64 = 1024;
+    const MIB: u64 = 1024 * KIB;
+    if bytes >= MIB && bytes.is_multiple_of(MIB) {
+        format!("{} MiB", bytes / MIB)
+    } else if bytes >= KIB && bytes.is_multiple_of(KIB) {
+        format!("{} KiB", bytes / KIB)
+    } else {
+        format!("{bytes} bytes")
     }
 }
 
@@ -201,16 +240,18 @@ fn workspace_object<'js>(
     freeze: &Function<'js>,
 ) -> rquickjs::Result<Object<'js>> {
     let grant = Rc::new(grant.clone());
+    let usage = Rc::new(WriteUsage::default());
     let object = Object::new(ctx.clone())?;
     for method in Method::ALL {
         let grant = Rc::clone(&grant);
+        let usage = Rc::clone(&usage);
         let function = Function::new(
             ctx.clone(),
             move |ctx: Ctx<'js>,
                   first: Opt<JsValue<'js>>,
                   second: Opt<JsValue<'js>>|
                   -> rquickjs::Result<Promise<'js>> {
-                match workspace_call(&ctx, &grant, method, first.0, second.0) {
+                match workspace_call(&ctx, &grant, &usage, method, first.0, second.0) {
                     Ok(outcome) => settled(&ctx, outcome),
                     // Building the result threw (out of memory, say): the Promise rejects with it.
                     Err(e) if e.is_exception() => rejected_with(&ctx, ctx.catch()),
@@ -229,6 +270,7 @@ fn workspace_object<'js>(
 fn workspace_call<'js>(
     ctx: &Ctx<'js>,
     grant: &WorkspaceGrant,
+    usage: &WriteUsage,
     method: Method,
     first: Option<JsValue<'js>>,
     second: Option<JsValue<'js>>,
@@ -269,6 +311,12 @@ fn workspace_call<'js>(
         quoted(&raw)
     };
     let fail = |reason: String| Ok(Err(format!("workspace.{name}: {shown} {reason}")));
+    let refuse_write = |refusal: WriteRefusal| match refusal {
+        WriteRefusal::Path(reason) => fail(reason),
+        WriteRefusal::Quota(quota) => Ok(Err(format!(
+            "workspace.{name}: {quota}; {shown} was not written"
+        ))),
+    };
     let segments = match parse_path(&raw) {
         Ok(s) => s,
         Err(reason) => return fail(reason),
@@ -310,9 +358,9 @@ fn workspace_call<'js>(
                     ));
                 }
             };
-            match write_file(grant, &segments, text.as_bytes()) {
+            match write_file(grant, usage, &segments, text.as_bytes()) {
                 Ok(()) => Ok(Ok(JsValue::new_undefined(ctx.clone()))),
-                Err(reason) => fail(reason),
+                Err(refusal) => refuse_write(refusal),
             }
         }
         Method::WriteBytes => {
@@ -322,9 +370,9 @@ fn workspace_call<'js>(
                     type_of(second.as_ref())
                 ));
             };
-            match write_file(grant, &segments, &bytes) {
+            match write_file(grant, usage, &segments, &bytes) {
                 Ok(()) => Ok(Ok(JsValue::new_undefined(ctx.clone()))),
-                Err(reason) => fail(reason),
+                Err(refusal) => refuse_write(refusal),
             }
         }
         Method::List => match list_dir(grant, &segments) {
@@ -495,8 +543,9 @@ fn same_file(_checked: &fs::Metadata, opened: &fs::Metadata) -> bool {
 }
 
 /// Creates the missing parent directories of a write, checking each component (existing or
-/// just created) without following links. Returns the parent directory's path.
-fn ensure_parents(root: &Path, parents: &[&str]) -> Result<PathBuf, String> {
+/// just created) without following links, and counting each directory it creates in `usage`.
+/// Returns the parent directory's path.
+fn ensure_parents(root: &Path, parents: &[&str], usage: &WriteUsage) -> Result<PathBuf, String> {
     let mut path = root.to_path_buf();
     for (i, segment) in parents.iter().enumerate() {
         path.push(segment);
@@ -505,7 +554,7 @@ fn ensure_parents(root: &Path, parents: &[&str]) -> Result<PathBuf, String> {
             Ok(m) => m,
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 match fs::create_dir(&path) {
-                    Ok(()) => {}
+                    Ok(()) => usage.entries.set(usage.entries.get().saturating_add(1)),
                     Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
                     Err(e) => {
                         return Err(format!(
@@ -536,32 +585,98 @@ fn ensure_parents(root: &Path, parents: &[&str]) -> Result<PathBuf, String> {
 /// Names of in-progress writes; unique per process (and per attempt).
 static WRITE_COUNTER: AtomicU64 = AtomicU64::new(0);
 
+/// Why a write was refused: something about its path or size (the message follows the path),
+/// or one of the run's quotas (the message stands on its own).
+enum WriteRefusal {
+    Path(String),
+    Quota(String),
+}
+
+impl From<String> for WriteRefusal {
+    fn from(reason: String) -> WriteRefusal {
+        WriteRefusal::Path(reason)
+    }
+}
+
+/// How many files and directories writing `segments` would create: every component from the
+/// first missing one on. A component that cannot be checked counts as present; the write
+/// itself then says why it cannot go there.
+fn entries_to_create(root: &Path, segments: &[&str]) -> usize {
+    let mut path = root.to_path_buf();
+    for (i, segment) in segments.iter().enumerate() {
+        path.push(segment);
+        match fs::symlink_metadata(&path) {
+            Ok(_) => {}
+            Err(e) if e.kind() == io::ErrorKind::NotFound => return segments.len() - i,
+            Err(_) => return 0,
+        }
+    }
+    0
+}
+
+/// Refuses a write of `bytes` creating `entries` that would pass one of the run's quotas.
+fn check_quotas(
+    grant: &WorkspaceGrant,
+    usage: &WriteUsage,
+    bytes: u64,
+    entries: usize,
+) -> Result<(), WriteRefusal> {
+    let (written, created) = (usage.bytes.get(), usage.entries.get());
+    if written.saturating_add(bytes) > grant.max_run_write_bytes {
+        return Err(WriteRefusal::Quota(format!(
+            "this run's workspace write quota ({}) is used up: {written} bytes are written and this write is {bytes} more",
+            byte_quantity(grant.max_run_write_bytes)
+        )));
+    }
+    if created.saturating_add(entries) > grant.max_run_entries {
+        return Err(WriteRefusal::Quota(format!(
+            "this run's workspace entry quota ({} new files and directories) is used up: {created} are created and this write needs {entries} more",
+            grant.max_run_entries
+        )));
+    }
+    Ok(())
+}
+
 /// Writes a whole file: into a new temporary file beside it (`create_new`, which never follows
 /// a link), then renamed over the target, which replaces the name itself. So a write never goes
-/// through a link or a hard link to somewhere else, and a reader never sees half a file.
-fn write_file(grant: &WorkspaceGrant, segments: &[&str], bytes: &[u8]) -> Result<(), String> {
+/// through a link or a hard link to somewhere else, and a reader never sees half a file. The
+/// run's quotas are checked first and charged with what the write did.
+fn write_file(
+    grant: &WorkspaceGrant,
+    usage: &WriteUsage,
+    segments: &[&str],
+    bytes: &[u8],
+) -> Result<(), WriteRefusal> {
     let max = grant.max_file_bytes;
     if bytes.len() as u64 > max {
-        return Err(format!(
+        return Err(WriteRefusal::Path(format!(
             "cannot be written: {} bytes is over the {max} byte limit of a workspace file",
             bytes.len()
-        ));
+        )));
     }
     let Some((name, parents)) = segments.split_last() else {
-        return Err("is the workspace directory itself, not a file".into());
+        return Err(WriteRefusal::Path(
+            "is the workspace directory itself, not a file".into(),
+        ));
     };
-    let parent = ensure_parents(&grant.root, parents)?;
+    check_quotas(
+        grant,
+        usage,
+        bytes.len() as u64,
+        entries_to_create(&grant.root, segments),
+    )?;
+    let parent = ensure_parents(&grant.root, parents, usage)?;
     let target = parent.join(name);
-    match fs::symlink_metadata(&target) {
+    let created = match fs::symlink_metadata(&target) {
         Ok(m) if m.file_type().is_symlink() => {
-            return Err(symlink_refusal(segments, segments.len() - 1));
+            return Err(symlink_refusal(segments, segments.len() - 1).into());
         }
-        Ok(m) if m.is_dir() => return Err("is a directory, not a file".into()),
-        Ok(m) if !m.is_file() => return Err("is not a regular file".into()),
-        Ok(_) => {}
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {}
-        Err(e) => return Err(format!("could not be checked ({})", io_kind(&e))),
-    }
+        Ok(m) if m.is_dir() => return Err(WriteRefusal::Path("is a directory, not a file".into())),
+        Ok(m) if !m.is_file() => return Err(WriteRefusal::Path("is not a regular file".into())),
+        Ok(_) => false,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => true,
+        Err(e) => return Err(format!("could not be checked ({})", io_kind(&e)).into()),
+    };
     let written = |e: io::Error| format!("could not be written ({})", io_kind(&e));
     for _ in 0..8 {
         let temp = parent.join(format!(
@@ -576,7 +691,7 @@ fn write_file(grant: &WorkspaceGrant, segments: &[&str], bytes: &[u8]) -> Result
         {
             Ok(file) => file,
             Err(e) if e.kind() == io::ErrorKind::AlreadyExists => continue,
-            Err(e) => return Err(written(e)),
+            Err(e) => return Err(written(e).into()),
         };
         let result = file
             .write_all(bytes)
@@ -585,12 +700,21 @@ fn write_file(grant: &WorkspaceGrant, segments: &[&str], bytes: &[u8]) -> Result
                 drop(file);
                 fs::rename(&temp, &target)
             });
-        return result.map_err(|e| {
+        if let Err(e) = result {
             let _ = fs::remove_file(&temp);
-            written(e)
-        });
+            return Err(written(e).into());
+        }
+        usage
+            .bytes
+            .set(usage.bytes.get().saturating_add(bytes.len() as u64));
+        if created {
+            usage.entries.set(usage.entries.get().saturating_add(1));
+        }
+        return Ok(());
     }
-    Err("could not be written (no temporary name was free)".into())
+    Err("could not be written (no temporary name was free)"
+        .to_string()
+        .into())
 }
 
 struct ListEntry {

@@ -487,6 +487,92 @@ return out;"#,
     assert_eq!(WorkspaceGrant::standard("x").max_list_entries, 10_000);
 }
 
+/// Bytes of every regular file under `dir` and the number of entries (files and directories).
+fn disk_use(dir: &Path) -> (u64, usize) {
+    let mut paths = Vec::new();
+    walk(dir, dir, &mut paths);
+    let bytes = paths
+        .iter()
+        .filter_map(|p| std::fs::symlink_metadata(dir.join(p)).ok())
+        .filter(|m| m.is_file())
+        .map(|m| m.len())
+        .sum();
+    (bytes, paths.len())
+}
+
+/// A body that writes in a loop used to fill the disk 10 MiB at a time until the deadline; it
+/// now stops at the run's write quota, with an error naming it.
+#[test]
+fn a_write_loop_stops_at_the_runs_write_quota() {
+    let grant = WorkspaceGrant::standard("x");
+    assert_eq!(grant.max_run_write_bytes, 256 * 1024 * 1024);
+    assert_eq!(grant.max_run_entries, 10_000);
+
+    let sandbox = Sandboxed::new();
+    let e = err(Run::new(
+        "const big = 'x'.repeat(8 * 1024 * 1024);\nfor (let i = 0;; i++) await workspace.writeText('f' + i, big);",
+    )
+    .workspace(sandbox.grant())
+    .go());
+    assert_eq!(e.code, RunErrorCode::RuntimeError);
+    assert_eq!(
+        e.message,
+        "Error: workspace.writeText: this run's workspace write quota (256 MiB) is used up: 268435456 bytes are written and this write is 8388608 more; \"f32\" was not written"
+    );
+    let (bytes, entries) = disk_use(&sandbox.root());
+    assert_eq!((bytes, entries), (256 * 1024 * 1024, 32));
+
+    // Overwriting one file counts every time: the quota is on what a run writes.
+    let sandbox = Sandboxed::new();
+    let mut grant = sandbox.grant();
+    grant.max_run_write_bytes = 1000;
+    let v = ok(Run::new(
+        "let i = 0;\ntry { for (;; i++) await workspace.writeBytes('same.bin', new Uint8Array(300)); }\ncatch (e) { return [String(i), e.message]; }",
+    )
+    .workspace(grant)
+    .go());
+    assert_eq!(
+        strings(&v),
+        [
+            "3",
+            "workspace.writeBytes: this run's workspace write quota (1000 bytes) is used up: 900 bytes are written and this write is 300 more; \"same.bin\" was not written",
+        ]
+    );
+    assert_eq!(disk_use(&sandbox.root()), (300, 1));
+}
+
+/// Every file and directory a run creates counts; overwriting creates nothing.
+#[test]
+fn a_write_loop_stops_at_the_runs_entry_quota() {
+    let sandbox = Sandboxed::new();
+    let mut grant = sandbox.grant();
+    grant.max_run_entries = 5;
+    let v = ok(Run::new(
+        r#"const out = [];
+for (const path of ["d/0", "d/1", "d/2", "d/3", "d/4", "a/b/c"]) {
+  try { await workspace.writeText(path, "x"); out.push("ok"); } catch (e) { out.push(e.message); }
+}
+await workspace.writeText("d/0", "overwritten");
+out.push(await workspace.readText("d/0"));
+return out;"#,
+    )
+    .workspace(grant)
+    .go());
+    assert_eq!(
+        strings(&v),
+        [
+            "ok",
+            "ok",
+            "ok",
+            "ok",
+            "workspace.writeText: this run's workspace entry quota (5 new files and directories) is used up: 5 are created and this write needs 1 more; \"d/4\" was not written",
+            "workspace.writeText: this run's workspace entry quota (5 new files and directories) is used up: 5 are created and this write needs 3 more; \"a/b/c\" was not written",
+            "overwritten",
+        ]
+    );
+    assert_eq!(disk_use(&sandbox.root()).1, 5);
+}
+
 #[test]
 fn workspace_errors_name_the_guest_path_and_never_the_root() {
     let sandbox = Sandboxed::new();
