@@ -5,13 +5,15 @@
 //! binding exists at any point, so user code cannot see a dispatcher at all. The calls still
 //! go through the dispatcher's own checks: hiding is not the boundary.
 
-use std::cell::RefCell;
-use std::collections::HashSet;
+use std::cell::{Cell, RefCell};
+use std::collections::{HashSet, VecDeque};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::task::{Context as TaskContext, Poll};
+use std::time::Instant;
 
 use nodetool_protocol::run::RunErrorCode;
+use nodetool_protocol::value::Value;
 use rquickjs::module::{Declarations, Exports, ModuleDef};
 use rquickjs::{Ctx, Exception, Function, Object, Persistent, Promise};
 
@@ -29,6 +31,8 @@ pub(crate) enum Awaited {
         /// The `Error` a failure rejects with, created when the call was made so its stack
         /// points at the body line that made the call.
         error: Persistent<Object<'static>>,
+        /// Whether the call holds one of the run's running slots ([`MAX_HOST_CALLS_RUNNING`]).
+        slot: bool,
     },
     /// A `fetch`: settles into a Response object built in Rust.
     Fetch {
@@ -52,6 +56,11 @@ pub(crate) struct PendingCall {
 }
 
 impl PendingCall {
+    /// Whether this call holds one of the run's running slots.
+    pub(crate) fn holds_slot(&self) -> bool {
+        matches!(self.awaited, Awaited::Dispatch { slot: true, .. })
+    }
+
     /// Polls the awaited future once.
     pub(crate) fn poll(&mut self, cx: &mut TaskContext<'_>) -> Poll<Outcome> {
         match &mut self.awaited {
@@ -67,6 +76,22 @@ pub(crate) struct DispatchSide {
     pub keys: HashSet<String>,
     pub code: RunErrorCode,
     pub label: &'static str,
+    /// Whether this side's calls take one of the run's running slots
+    /// ([`MAX_HOST_CALLS_RUNNING`]); WASM calls finish inside `Dispatcher::call` and need none.
+    pub slotted: bool,
+}
+
+/// A dispatcher call made while every running slot was taken: its arguments converted (a call
+/// sees them as they were when it was made), the dispatcher not yet asked.
+pub(crate) struct QueuedCall {
+    dispatcher: Arc<dyn Dispatcher>,
+    key: String,
+    export: String,
+    args: Vec<Value>,
+    code: RunErrorCode,
+    error: Persistent<Object<'static>>,
+    resolve: Persistent<Function<'static>>,
+    reject: Persistent<Function<'static>>,
 }
 
 /// What the bridges reach during a run.
@@ -74,17 +99,35 @@ pub(crate) struct BridgeState {
     pub host: DispatchSide,
     pub wasm: DispatchSide,
     pub pending: RefCell<Vec<PendingCall>>,
+    /// Host calls waiting for a running slot, in call order.
+    pub queued: RefCell<VecDeque<QueuedCall>>,
+    /// Running slots taken (calls in `pending` that hold one).
+    pub running: Cell<usize>,
     /// The run's deadline, passed to every dispatcher call.
-    pub deadline: std::time::Instant,
+    pub deadline: Instant,
     /// Messages of dispatcher errors thrown into the guest, to name an uncaught one's code.
     pub thrown: RefCell<Vec<(String, RunErrorCode)>>,
 }
 
 /// Dispatcher errors remembered per run (the most recent ones), to name an uncaught one.
 const MAX_REMEMBERED_THROWN: usize = 64;
-/// Calls (dispatcher or fetch) a run may have in flight at once: each holds host memory the
-/// guest heap limit does not see, so the count is bounded.
+/// Calls (dispatcher or fetch, running or queued) a run may have in flight at once: each holds
+/// host memory the guest heap limit does not see, so the count is bounded.
 pub(crate) const MAX_PENDING_CALLS: usize = 1_024;
+
+/// Host-module calls one run may have executing at once (as many as the WASM budgets allow a
+/// run in flight, `WASM_BUDGETS.call_concurrency`). The rest wait in the run's queue, in call
+/// order, and start as earlier ones finish: `Promise.all` over fifty calls still overlaps
+/// them, two at a time.
+///
+/// The limit lives here, in the run's bridge, not in the host dispatcher, because the run is
+/// what it limits and the bridge state lives and dies with the run. A host dispatcher starts a
+/// thread the moment it is asked (and one may be shared by several runs, or built per request
+/// as the server's host-call route does), so a queue inside it would need a cancellation
+/// protocol to learn that a run had ended; a queue here is simply dropped with the run, and a
+/// call still in it never reaches a dispatcher, so it never starts once the run has ended. It
+/// also holds for any dispatcher a front end wires in.
+pub(crate) const MAX_HOST_CALLS_RUNNING: usize = 2;
 
 impl BridgeState {
     /// Remembers an error thrown into the guest, keeping only the recent ones.
@@ -96,16 +139,60 @@ impl BridgeState {
         thrown.push((message, code));
     }
 
+    /// Calls in flight: running, awaited or queued.
+    pub(crate) fn in_flight(&self) -> usize {
+        self.pending.borrow().len() + self.queued.borrow().len()
+    }
+
     /// Queues a call, or says why not (too many in flight).
     pub(crate) fn push_pending(&self, call: PendingCall) -> Result<(), String> {
-        let mut pending = self.pending.borrow_mut();
-        if pending.len() >= MAX_PENDING_CALLS {
+        if self.in_flight() >= MAX_PENDING_CALLS {
             return Err(format!(
                 "{MAX_PENDING_CALLS} calls are already in flight in this run; await some before starting more"
             ));
         }
-        pending.push(call);
+        if call.holds_slot() {
+            self.running.set(self.running.get() + 1);
+        }
+        self.pending.borrow_mut().push(call);
         Ok(())
+    }
+
+    /// Gives back the running slot of a call that finished (or was given up).
+    pub(crate) fn release(&self, call: &PendingCall) {
+        if call.holds_slot() {
+            self.running.set(self.running.get().saturating_sub(1));
+        }
+    }
+
+    /// Starts queued calls while running slots are free (none once the deadline has passed:
+    /// the run is about to end). Returns whether any started.
+    pub(crate) fn start_queued(&self) -> bool {
+        let mut started = false;
+        while self.running.get() < MAX_HOST_CALLS_RUNNING && Instant::now() < self.deadline {
+            let Some(queued) = self.queued.borrow_mut().pop_front() else {
+                break;
+            };
+            let future = queued.dispatcher.call_for_guest(
+                &queued.key,
+                &queued.export,
+                queued.args,
+                self.deadline,
+            );
+            self.running.set(self.running.get() + 1);
+            self.pending.borrow_mut().push(PendingCall {
+                awaited: Awaited::Dispatch {
+                    future,
+                    code: queued.code,
+                    error: queued.error,
+                    slot: true,
+                },
+                resolve: queued.resolve,
+                reject: queued.reject,
+            });
+            started = true;
+        }
+        started
     }
 }
 
@@ -242,21 +329,39 @@ fn call<'js>(
             side.label
         ));
     };
-    if state.pending.borrow().len() >= MAX_PENDING_CALLS {
+    if state.in_flight() >= MAX_PENDING_CALLS {
         return refuse(format!(
             "{key_text}: {export_text}: {MAX_PENDING_CALLS} calls are already in flight in this run; await some before starting more"
         ));
     }
-    let error = Exception::from_message(ctx.clone(), "")?.into_object();
+    let error = Persistent::save(ctx, Exception::from_message(ctx.clone(), "")?.into_object());
+    let (resolve, reject) = (
+        Persistent::save(ctx, resolve),
+        Persistent::save(ctx, reject.clone()),
+    );
+    if side.slotted && state.running.get() >= MAX_HOST_CALLS_RUNNING {
+        state.queued.borrow_mut().push_back(QueuedCall {
+            dispatcher: Arc::clone(dispatcher),
+            key: key_text,
+            export: export_text,
+            args: values,
+            code: side.code,
+            error,
+            resolve,
+            reject,
+        });
+        return Ok(promise);
+    }
     let future = dispatcher.call_for_guest(&key_text, &export_text, values, state.deadline);
     let queued = state.push_pending(PendingCall {
         awaited: Awaited::Dispatch {
             future,
             code: side.code,
-            error: Persistent::save(ctx, error),
+            error,
+            slot: side.slotted,
         },
-        resolve: Persistent::save(ctx, resolve),
-        reject: Persistent::save(ctx, reject.clone()),
+        resolve,
+        reject,
     });
     if let Err(message) = queued {
         return refuse(format!("{key_text}: {export_text}: {message}"));

@@ -923,7 +923,7 @@ fn start_fetch<'js>(
         host,
         url: request.url.clone(),
     };
-    if state.pending.borrow().len() >= crate::bridge::MAX_PENDING_CALLS {
+    if state.in_flight() >= crate::bridge::MAX_PENDING_CALLS {
         return refuse(&format!(
             "fetch: {} calls are already in flight in this run; await some before starting more",
             crate::bridge::MAX_PENDING_CALLS

@@ -1,7 +1,7 @@
 //! One run: a fresh runtime and context, hardening, the entry, the event loop, the outcome.
 
 use std::cell::{Cell, RefCell};
-use std::collections::HashSet;
+use std::collections::{HashSet, VecDeque};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -281,6 +281,7 @@ fn execute(
                 Poll::Pending => still.push(call),
                 Poll::Ready(outcome) => {
                     progressed = true;
+                    bridge.release(&call);
                     context.with(|ctx| {
                         if let Err(e) = settle(&ctx, &bridge, call, outcome) {
                             let _ = failure(&ctx, e);
@@ -289,12 +290,14 @@ fn execute(
                 }
             }
         }
-        let waiting = {
+        {
             let mut slot = bridge.pending.borrow_mut();
             still.append(&mut slot);
             *slot = still;
-            !slot.is_empty()
-        };
+        }
+        // Host calls waiting for a slot take the ones that finished.
+        progressed |= bridge.start_queued();
+        let waiting = bridge.in_flight() > 0;
         if progressed || runtime.is_job_pending() {
             continue;
         }
@@ -335,6 +338,10 @@ impl Drop for DropPending {
     fn drop(&mut self) {
         let pending = std::mem::take(&mut *self.0.pending.borrow_mut());
         drop(pending);
+        // Calls still queued for a running slot are dropped unstarted: no dispatcher ever
+        // hears of them.
+        let queued = std::mem::take(&mut *self.0.queued.borrow_mut());
+        drop(queued);
     }
 }
 
@@ -385,14 +392,18 @@ fn bridge_state(request: &RunRequest<'_>, deadline: Instant) -> BridgeState {
             keys: host_keys,
             code: RunErrorCode::HostModuleError,
             label: "host",
+            slotted: true,
         },
         wasm: DispatchSide {
             dispatcher: request.dispatchers.wasm.clone(),
             keys: wasm_keys,
             code: RunErrorCode::WasmError,
             label: "WASM",
+            slotted: false,
         },
         pending: RefCell::new(Vec::new()),
+        queued: RefCell::new(VecDeque::new()),
+        running: Cell::new(0),
         deadline,
         thrown: RefCell::new(Vec::new()),
     }

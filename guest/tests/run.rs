@@ -1,7 +1,9 @@
 //! The guest runtime end to end: loading, denial, hardening, limits, values, outcomes.
 
 use std::collections::BTreeMap;
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use nodetool_guest::{
@@ -105,6 +107,7 @@ struct Run<'a> {
     caps: Capabilities,
     inputs: Value,
     cancel: Option<CancelToken>,
+    host: Arc<dyn Dispatcher>,
 }
 
 impl<'a> Run<'a> {
@@ -116,6 +119,7 @@ impl<'a> Run<'a> {
             caps: Capabilities::default(),
             inputs: Value::Null,
             cancel: None,
+            host: Arc::new(EchoDispatcher),
         }
     }
     fn with(mut self, m: ResolvedModule) -> Self {
@@ -134,7 +138,7 @@ impl<'a> Run<'a> {
             limits: self.limits,
             capabilities: self.caps,
             dispatchers: Dispatchers {
-                host: Some(Arc::new(EchoDispatcher)),
+                host: Some(self.host),
                 wasm: None,
             },
             cancel: self.cancel,
@@ -652,4 +656,100 @@ fn a_stopped_run_ends_stopped_whatever_the_body_made_of_the_interrupt() {
     });
     assert_eq!(err(run.go()).code, RunErrorCode::Cancelled);
     t.join().unwrap_or_default();
+}
+
+/// A host dispatcher whose every call runs on a thread of its own for `work`, counting the
+/// calls that have started and the most that ran at once.
+struct SlowDispatcher {
+    work: Duration,
+    running: Arc<AtomicUsize>,
+    most: Arc<AtomicUsize>,
+    started: Arc<AtomicUsize>,
+}
+
+impl SlowDispatcher {
+    fn new(work: Duration) -> Arc<SlowDispatcher> {
+        Arc::new(SlowDispatcher {
+            work,
+            running: Arc::default(),
+            most: Arc::default(),
+            started: Arc::default(),
+        })
+    }
+}
+
+impl Dispatcher for SlowDispatcher {
+    fn call(
+        &self,
+        _module_key: &str,
+        _export: &str,
+        args: Vec<Value>,
+        _deadline: std::time::Instant,
+    ) -> DispatchFuture {
+        type Slot = Arc<Mutex<(Option<Value>, Option<Waker>)>>;
+        let slot: Slot = Arc::default();
+        let (running, most, work) = (Arc::clone(&self.running), Arc::clone(&self.most), self.work);
+        self.started.fetch_add(1, Ordering::SeqCst);
+        let answer = Arc::clone(&slot);
+        std::thread::spawn(move || {
+            let now = running.fetch_add(1, Ordering::SeqCst) + 1;
+            most.fetch_max(now, Ordering::SeqCst);
+            std::thread::sleep(work);
+            running.fetch_sub(1, Ordering::SeqCst);
+            let mut answer = answer.lock().unwrap_or_else(PoisonError::into_inner);
+            answer.0 = Some(args.into_iter().next().unwrap_or(Value::Null));
+            if let Some(waker) = answer.1.take() {
+                waker.wake();
+            }
+        });
+        Box::pin(std::future::poll_fn(move |cx| {
+            let mut slot = slot.lock().unwrap_or_else(PoisonError::into_inner);
+            match slot.0.take() {
+                Some(value) => Poll::Ready(Ok(value)),
+                None => {
+                    slot.1 = Some(cx.waker().clone());
+                    Poll::Pending
+                }
+            }
+        }))
+    }
+}
+
+/// Each host call holds a host thread; fifty at once from one `Promise.all` held fifty.
+#[test]
+fn a_run_has_at_most_two_host_calls_running_and_the_rest_queue() {
+    let slow = SlowDispatcher::new(Duration::from_millis(20));
+    let mut run = Run::new(
+        "import { parse } from '@nodetool-ai/sandbox-csv';\n\
+         return await Promise.all(Array.from({ length: 50 }, (_, i) => parse(i)));",
+    )
+    .with(host_csv());
+    run.host = Arc::clone(&slow) as Arc<dyn Dispatcher>;
+    let v = ok(run.go());
+    assert_eq!(
+        v,
+        Value::Array((0..50).map(|i| Value::Number(f64::from(i))).collect())
+    );
+    assert_eq!(slow.started.load(Ordering::SeqCst), 50);
+    // Calls still overlap, two at a time.
+    assert_eq!(slow.most.load(Ordering::SeqCst), 2);
+}
+
+/// A call still waiting for a slot when the run ends is dropped with the run, never started.
+#[test]
+fn queued_host_calls_never_start_once_the_run_has_ended() {
+    let slow = SlowDispatcher::new(Duration::from_millis(200));
+    let mut run = Run::new(
+        "import { parse } from '@nodetool-ai/sandbox-csv';\n\
+         return await Promise.all(Array.from({ length: 10 }, (_, i) => parse(i)));",
+    )
+    .with(host_csv());
+    run.host = Arc::clone(&slow) as Arc<dyn Dispatcher>;
+    run.limits.timeout = Duration::from_millis(300);
+    assert_eq!(err(run.go()).code, RunErrorCode::Timeout);
+    let started = slow.started.load(Ordering::SeqCst);
+    assert!((2..=4).contains(&started), "{started} calls started");
+    std::thread::sleep(Duration::from_millis(500));
+    assert_eq!(slow.started.load(Ordering::SeqCst), started);
+    assert_eq!(slow.running.load(Ordering::SeqCst), 0);
 }
