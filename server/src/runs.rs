@@ -11,11 +11,9 @@ use axum::extract::{Path, State};
 use nodetool_frontend::answers;
 use nodetool_frontend::run::BodyRun;
 use nodetool_guest::{CancelToken, Capabilities, RunLimits};
-use nodetool_host_modules::HostDispatcher;
 use nodetool_protocol::catalog::{Declaration, ModuleKind, ResolvedKind};
 use nodetool_protocol::host::host_module;
 use nodetool_protocol::value::Value;
-use nodetool_runtime::dispatch::Dispatcher;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value as JsonValue, json};
@@ -183,18 +181,48 @@ pub async fn host_call(
             "{specifier} has no export named {export:?}"
         )));
     }
-    let dispatcher = HostDispatcher::for_resolution(&resolution)
-        .map_err(|e| ApiError::Internal(e.0))?
-        .ok_or_else(|| ApiError::Internal(format!("no dispatcher for {specifier}")))?;
-    let args: Vec<Value> = request.args.into_iter().map(Value::from_json).collect();
+    // The call runs where every run runs (a sandbox worker, under a deadline and a memory
+    // ceiling): a one-line body that imports the module and calls the export with the
+    // arguments, so a hostile input cannot hurt the server and every check of the facade and
+    // the dispatcher applies.
+    let code = format!(
+        "import * as m from {};\nreturn await m[{}](...inputs.args);",
+        serde_json::to_string(&specifier).unwrap_or_default(),
+        serde_json::to_string(&export).unwrap_or_default()
+    );
+    let inputs = Value::Object(vec![(
+        "args".to_string(),
+        Value::Array(request.args.into_iter().map(Value::from_json).collect()),
+    )]);
     let admitted = state.gate().admit().await.map_err(|_| ApiError::Busy)?;
-    // The dispatcher runs the implementation on its own thread; the permit is held until it
-    // answers.
-    let deadline = Instant::now() + RunLimits::STANDARD.timeout;
-    let answer = dispatcher.call(&specifier, &export, args, deadline).await;
-    drop(admitted);
-    match answer {
+    let limits = RunLimits::STANDARD;
+    state.note_deadline(Instant::now() + limits.timeout);
+    let runner = state.runner();
+    let cancel = CancelToken::new();
+    let mut guard = CancelOnDrop(Some(cancel.clone()));
+    let outcome = tokio::task::spawn_blocking(move || {
+        let _admitted = admitted;
+        runner.run_resolved(
+            &resolution,
+            BodyRun {
+                code: &code,
+                inputs: &inputs,
+                limits,
+                capabilities: Capabilities::default(),
+                cancel: Some(cancel),
+            },
+        )
+    })
+    .await
+    .map_err(|e| ApiError::Internal(format!("a host call panicked: {e}")))?;
+    guard.0 = None;
+    match outcome.result {
         Ok(value) => Ok(Json(json!({ "result": value.to_json() }))),
-        Err(e) => Err(ApiError::Unprocessable(e.message)),
+        // The dispatcher's message, as the guest's Error carried it.
+        Err(e) => Err(ApiError::Unprocessable(
+            e.message
+                .strip_prefix("Error: ")
+                .map_or(e.message.clone(), str::to_string),
+        )),
     }
 }

@@ -199,3 +199,145 @@ fn a_missing_pack_root_is_a_configuration_error() {
         "{stderr}"
     );
 }
+
+/// CPU seconds a process has used (user + system, from `/proc/<pid>/stat`).
+fn cpu_seconds(pid: u32) -> f64 {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return 0.0;
+    };
+    // Fields after the command name (which may hold spaces) start after the last ')'.
+    let fields: Vec<&str> = stat
+        .rsplit_once(')')
+        .map_or("", |(_, rest)| rest)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<f64>().ok())
+            .unwrap_or(0.0)
+    };
+    // utime and stime are fields 14 and 15 of the whole line, 12 and 13 after the name.
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+/// The server's process and its workers.
+fn process_tree(pid: u32) -> Vec<u32> {
+    let mut pids = vec![pid];
+    if let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) {
+        for task in tasks.flatten() {
+            if let Ok(list) = std::fs::read_to_string(task.path().join("children")) {
+                pids.extend(
+                    list.split_whitespace()
+                        .filter_map(|p| p.parse::<u32>().ok()),
+                );
+            }
+        }
+    }
+    pids
+}
+
+#[test]
+fn runs_stuck_in_engine_builtins_end_at_their_deadline_and_free_their_slots() {
+    let world = World::shipped_packs();
+    let mut server = ServerProcess::start(&world, &["--max-runs", "2"]);
+    let _logs = stderr_lines(&mut server);
+    let base = server.base.clone();
+    let post = move |code: &str, timeout_ms: u64| {
+        let started = Instant::now();
+        let response = must(
+            agent()
+                .post(&format!("{base}/api/run"))
+                .header("content-type", "application/json")
+                .send(json!({ "code": code, "timeoutMs": timeout_ms }).to_string()),
+            "POST /api/run",
+        );
+        let (status, _, text) = read(response);
+        let answer: Value = must(serde_json::from_str(&text), "run JSON");
+        (status, answer, started.elapsed())
+    };
+
+    // Every body no cooperative check interrupts ends as `timeout` through the server too.
+    for code in [
+        "const a = []; a.length = 2 ** 32 - 1; return a.join(',').length;",
+        "const a = []; a.length = 2 ** 32 - 1; return a.copyWithin(0, 1).length;",
+        "return Array.prototype.join.call({ length: 2 ** 53 - 1 }).length;",
+        "const s = 'x'.repeat(30e6); for (;;) console.log(s);",
+        "import { unified } from '@nodetool-ai/sandbox-diff';\nconst a = Array.from({ length: 40000 }, (_, i) => 'a' + i).join('\\n');\nconst b = Array.from({ length: 40000 }, (_, i) => 'b' + i).join('\\n');\nreturn (await unified(a, b)).length;",
+    ] {
+        let (status, answer, elapsed) = post(code, 1000);
+        assert_eq!(status, 200);
+        assert_eq!(answer["error"]["code"], "timeout", "{code}: {answer}");
+        assert!(elapsed < Duration::from_secs(3), "{code}: {elapsed:?}");
+    }
+
+    // Two never-ending runs hold both slots; a third client's run is answered within a second
+    // of their deadlines.
+    let stuck = "const a = []; a.length = 2 ** 32 - 1; return a.reverse().length;";
+    let started = Instant::now();
+    let holders: Vec<_> = (0..2)
+        .map(|_| {
+            let post = post.clone();
+            std::thread::spawn(move || post(stuck, 1000))
+        })
+        .collect();
+    std::thread::sleep(Duration::from_millis(300));
+    let (status, answer, _) = post("return 1;", 5000);
+    assert_eq!(
+        (status, answer["result"].clone()),
+        (200, json!(1)),
+        "{answer}"
+    );
+    assert!(
+        started.elapsed() < Duration::from_millis(1000 + 1000 + 300),
+        "the third run waited {:?}",
+        started.elapsed()
+    );
+    for holder in holders {
+        let (status, answer, elapsed) = must(holder.join().map_err(|_| "panicked"), "a holder");
+        assert_eq!(status, 200);
+        assert_eq!(answer["error"]["code"], "timeout", "{answer}");
+        assert!(elapsed < Duration::from_secs(3), "{elapsed:?}");
+    }
+
+    // Once they are answered, nothing keeps burning CPU for them.
+    std::thread::sleep(Duration::from_millis(300));
+    let tree = process_tree(server.child.id());
+    let before: f64 = tree.iter().map(|p| cpu_seconds(*p)).sum();
+    std::thread::sleep(Duration::from_secs(1));
+    let after: f64 = process_tree(server.child.id())
+        .iter()
+        .map(|p| cpu_seconds(*p))
+        .sum();
+    assert!(
+        after - before < 0.3,
+        "{:.2} CPU seconds in one idle second",
+        after - before
+    );
+
+    // SIGTERM with a stuck run in flight exits 0 within its deadline plus the grace.
+    let holder = {
+        let post = post.clone();
+        std::thread::spawn(move || post(stuck, 1500))
+    };
+    std::thread::sleep(Duration::from_millis(300));
+    let terminated = Instant::now();
+    server.terminate();
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let status = loop {
+        if let Ok(Some(status)) = server.child.try_wait() {
+            break Some(status);
+        }
+        if Instant::now() > deadline {
+            break None;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let waited = terminated.elapsed();
+    assert_eq!(status.and_then(|s| s.code()), Some(0), "after {waited:?}");
+    assert!(
+        waited < Duration::from_millis(1500 + 100 + 1000),
+        "{waited:?}"
+    );
+    let _ = holder.join();
+}

@@ -282,20 +282,20 @@ impl WorkerPool {
     fn spawn(&self) -> Result<Worker, WorkerStartError> {
         let options = &self.0.options;
         let program = &options.program;
-        let mut child = Command::new(program)
+        let mut command = Command::new(program);
+        command
             .arg(WORKER_ARG)
             .arg(MEMORY_ARG)
             .arg(options.memory_bytes.to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .map_err(|e| {
-                WorkerStartError(format!(
-                    "cannot start the sandbox worker {}: {e}",
-                    program.display()
-                ))
-            })?;
+            .stderr(Stdio::piped());
+        let mut child = spawn_from_lasting_thread(command).map_err(|e| {
+            WorkerStartError(format!(
+                "cannot start the sandbox worker {}: {e}",
+                program.display()
+            ))
+        })?;
         let (Some(stdin), Some(stdout), Some(stderr)) =
             (child.stdin.take(), child.stdout.take(), child.stderr.take())
         else {
@@ -682,6 +682,36 @@ fn timeout(limits: &RunLimits) -> RunError {
             limits.timeout.as_millis()
         ),
     )
+}
+
+/// Starts `command` from one thread that lives as long as the process. A worker asks for
+/// SIGKILL when its parent goes away, and Linux means the parent *thread*: a worker started
+/// from a short-lived thread (a respawn thread, a blocking-pool thread) would die with it.
+fn spawn_from_lasting_thread(command: Command) -> std::io::Result<Child> {
+    type Order = (Command, mpsc::Sender<std::io::Result<Child>>);
+    static SPAWNER: std::sync::OnceLock<Option<Mutex<mpsc::Sender<Order>>>> =
+        std::sync::OnceLock::new();
+    let spawner = SPAWNER.get_or_init(|| {
+        let (orders, incoming) = mpsc::channel::<Order>();
+        std::thread::Builder::new()
+            .name("worker-spawner".into())
+            .spawn(move || {
+                while let Ok((mut command, answer)) = incoming.recv() {
+                    let _ = answer.send(command.spawn());
+                }
+            })
+            .ok()
+            .map(|_| Mutex::new(orders))
+    });
+    let unavailable = || std::io::Error::other("the worker-spawning thread is not running");
+    let spawner = spawner.as_ref().ok_or_else(unavailable)?;
+    let (answer, child) = mpsc::channel();
+    spawner
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .send((command, answer))
+        .map_err(|_| unavailable())?;
+    child.recv().map_err(|_| unavailable())?
 }
 
 /// `killed by SIGSEGV (signal 11)`, `exited with status 3`.
