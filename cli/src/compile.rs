@@ -7,13 +7,11 @@
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Instant;
 
 use nodetool_compiler::{Cache, Compiler, NpmEntry, Outcome, Report, Stage, npm_entries};
 use nodetool_discovery::{DiscoveredCatalog, SearchRoot};
+use nodetool_frontend::first_use::{self, FirstUseEvent};
 use nodetool_frontend::search::PackSources;
-use nodetool_protocol::catalog::StatusCode;
-use nodetool_runtime::SandboxModuleCatalog;
 
 /// The compiler's cache: `$XDG_CACHE_HOME/nodetool/sandbox-modules`, else under
 /// `$HOME/.cache`.
@@ -190,62 +188,44 @@ pub(crate) fn first_use(
     roots: &[SearchRoot],
     cache: &Cache,
 ) -> bool {
-    let Ok(imports) = nodetool_guest::body_imports(code) else {
-        return false;
-    };
-    let imported: BTreeSet<&str> = imports.iter().map(|i| i.specifier.as_str()).collect();
-    let pending: BTreeSet<&str> = catalog
-        .diagnostics()
-        .iter()
-        .filter(|s| s.code == StatusCode::PendingCompile)
-        .filter_map(|s| s.specifier.as_deref())
-        .filter(|s| imported.contains(s))
-        .collect();
-    if pending.is_empty() {
-        return false;
-    }
-    let entries: Vec<NpmEntry> = npm_entries(roots)
-        .into_iter()
-        .filter(|e| e.shipped && pending.contains(e.specifier.as_str()))
-        .collect();
-    if entries.is_empty() {
-        return false;
-    }
-    let compiler = match Compiler::new(cache.clone()) {
-        Ok(c) => c,
-        Err(e) => {
-            errln!("nodetool: {e}");
-            return false;
+    let entries = first_use::pending_entries(code, catalog, roots);
+    let mut progress: Option<Progress> = None;
+    first_use::compile_entries(&entries, cache, &mut |event| match event {
+        FirstUseEvent::Compiling(entry) => {
+            errln!(
+                "compiling {} ({}) on first use; `nodetool packs compile` does this ahead of time",
+                entry.specifier,
+                entry.npm
+            );
+            progress = Some(Progress::new(format!(
+                "{} ({})",
+                entry.specifier, entry.npm
+            )));
         }
-    };
-    let mut compiled = false;
-    for entry in &entries {
-        errln!(
-            "compiling {} ({}) on first use; `nodetool packs compile` does this ahead of time",
-            entry.specifier,
-            entry.npm
-        );
-        let started = Instant::now();
-        let report = compile_one(&compiler, entry);
-        match (&report.store_error, report.code()) {
-            (Some(e), _) => errln!(
-                "nodetool: {}: the outcome was not cached: {e}",
-                entry.specifier
-            ),
-            (None, Some(_)) => errln!("{}", outcome_line(entry, &report)),
-            (None, None) => {
-                compiled = true;
-                errln!(
-                    "{} in {} ms",
-                    outcome_line(entry, &report),
-                    started.elapsed().as_millis()
-                );
+        FirstUseEvent::Stage(_, stage) => {
+            if let Some(p) = &progress {
+                p.stage(stage);
             }
         }
-        // A refusal is stored too, so the catalog now names its code instead of pending.
-        compiled |= report.store_error.is_none();
-    }
-    compiled
+        FirstUseEvent::Done(entry, report, elapsed) => {
+            if let Some(p) = progress.take() {
+                p.clear();
+            }
+            match (&report.store_error, report.code()) {
+                (Some(e), _) => errln!(
+                    "nodetool: {}: the outcome was not cached: {e}",
+                    entry.specifier
+                ),
+                (None, Some(_)) => errln!("{}", outcome_line(entry, report)),
+                (None, None) => errln!(
+                    "{} in {} ms",
+                    outcome_line(entry, report),
+                    elapsed.as_millis()
+                ),
+            }
+        }
+        FirstUseEvent::Failed(e) => errln!("nodetool: {e}"),
+    })
 }
 
 /// What `nodetool run` needs to compile on first use and discover again.

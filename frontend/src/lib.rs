@@ -17,6 +17,7 @@
 
 pub mod answers;
 pub mod fetch;
+pub mod first_use;
 pub mod install;
 pub mod run;
 pub mod search;

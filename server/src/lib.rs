@@ -87,6 +87,17 @@ pub trait CatalogSource: Send + Sync + 'static {
     fn ledger(&self) -> Option<nodetool_frontend::install::Ledger> {
         None
     }
+
+    /// Compiles the shipped guest packs `code` imports that nothing compiled yet and discovers
+    /// again (blocking), as `nodetool run` does; `None` when there was nothing to compile.
+    fn compile_first_use(
+        &self,
+        code: &str,
+        catalog: &dyn SandboxModuleCatalog,
+    ) -> Option<Arc<dyn SandboxModuleCatalog>> {
+        let _ = (code, catalog);
+        None
+    }
 }
 
 /// The production source: the CLI's search path with opaque root labels.
@@ -95,6 +106,8 @@ pub struct Discovery {
     pub sources: PackSources,
     /// Where compiled npm artifacts come from.
     pub compiled: Arc<dyn CompiledLookup>,
+    /// The compiler's cache, when shipped packs compile on first use (one compile at a time).
+    pub first_use: Option<tokio::sync::Mutex<nodetool_compiler::Cache>>,
 }
 
 impl CatalogSource for Discovery {
@@ -105,6 +118,47 @@ impl CatalogSource for Discovery {
             .discover(&trusted, self.compiled.as_ref())
             .map_err(SourceError::Root)?;
         Ok(Arc::new(catalog))
+    }
+
+    fn compile_first_use(
+        &self,
+        code: &str,
+        catalog: &dyn SandboxModuleCatalog,
+    ) -> Option<Arc<dyn SandboxModuleCatalog>> {
+        let cache = self.first_use.as_ref()?.blocking_lock();
+        let roots = self.sources.roots().ok()?;
+        // Asked again under the lock: a run that waited for it may find the work done.
+        let entries = nodetool_frontend::first_use::pending_entries(code, catalog, &roots);
+        let stored = nodetool_frontend::first_use::compile_entries(
+            &entries,
+            &cache,
+            &mut |event| {
+                use nodetool_frontend::first_use::FirstUseEvent;
+                match event {
+                    FirstUseEvent::Compiling(entry) => {
+                        tracing::info!(specifier = %entry.specifier, npm = %entry.npm, "compiling on first use");
+                    }
+                    FirstUseEvent::Done(entry, report, elapsed) => {
+                        tracing::info!(
+                            specifier = %entry.specifier,
+                            outcome = report.outcome.as_str(),
+                            code = report.code().map_or("", |c| c.as_str()),
+                            ms = elapsed.as_millis() as u64,
+                            "compiled on first use"
+                        );
+                    }
+                    FirstUseEvent::Failed(e) => {
+                        tracing::warn!("first-use compile unavailable: {e}")
+                    }
+                    FirstUseEvent::Stage(..) => {}
+                }
+            },
+        );
+        drop(cache);
+        if !stored {
+            return None;
+        }
+        self.load().ok()
     }
 
     fn ledger(&self) -> Option<nodetool_frontend::install::Ledger> {
@@ -225,6 +279,22 @@ impl AppState {
 
     fn gate(&self) -> &Arc<RunGate> {
         &self.0.gate
+    }
+
+    /// Compiles what `code` needs on first use and swaps the new catalog in (blocking); the
+    /// catalog to run with.
+    fn catalog_for(
+        &self,
+        code: &str,
+        catalog: Arc<dyn SandboxModuleCatalog>,
+    ) -> Arc<dyn SandboxModuleCatalog> {
+        match self.0.source.compile_first_use(code, catalog.as_ref()) {
+            Some(compiled) => {
+                self.0.catalog.replace(Arc::clone(&compiled));
+                compiled
+            }
+            None => catalog,
+        }
     }
 
     /// Records an admitted run's deadline.
@@ -487,16 +557,15 @@ pub fn serve_blocking(
     }
     // npm modules come from the compiler's cache (`nodetool packs compile` fills it); one that
     // nothing compiled yet is `pending-compile`, and a reload picks up what was compiled since.
-    let compiled = Arc::new(nodetool_compiler::Cache::new(
-        nodetool_compiler::cache_root(&env.cache_home()),
-    ));
+    let cache = nodetool_compiler::Cache::new(nodetool_compiler::cache_root(&env.cache_home()));
     let source = Arc::new(Discovery {
         sources: PackSources {
             explicit: packs,
             env,
             labels: RootLabels::Opaque,
         },
-        compiled,
+        compiled: Arc::new(cache.clone()),
+        first_use: Some(tokio::sync::Mutex::new(cache)),
     });
     let web = WebAssets::load(&web_dir(
         args.web_dir.clone(),

@@ -107,6 +107,9 @@ pub async fn run(
     let mut guard = CancelOnDrop(Some(cancel.clone()));
     let outcome = tokio::task::spawn_blocking(move || {
         let _admitted = admitted;
+        // A shipped pack the body imports compiles now if nothing compiled it yet, as in
+        // `nodetool run`.
+        let catalog = state.catalog_for(&request.code, catalog);
         runner.run_body(
             catalog.as_ref(),
             BodyRun {

@@ -341,3 +341,23 @@ fn runs_stuck_in_engine_builtins_end_at_their_deadline_and_free_their_slots() {
     );
     let _ = holder.join();
 }
+
+#[test]
+fn a_shipped_guest_pack_compiles_on_first_use_as_in_nodetool_run() {
+    let world = World::shipped_packs();
+    let mut server = ServerProcess::start(&world, &["--max-runs", "1"]);
+    let _logs = stderr_lines(&mut server);
+    let body = json!({
+        "code": "import { load } from \"@nodetool-ai/sandbox-yaml\";\nreturn load(\"a: 1\\nb: [x, y]\");"
+    });
+    // The cache is empty (a fresh XDG_CACHE_HOME): the first run compiles, the second hits.
+    for _ in 0..2 {
+        let (status, answer) = post_run(&server, &body);
+        assert_eq!(status, 200);
+        assert_eq!(
+            answer["result"],
+            json!({ "a": 1, "b": ["x", "y"] }),
+            "{answer}"
+        );
+    }
+}

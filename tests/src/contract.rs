@@ -104,6 +104,9 @@ pub struct FixtureFile {
     pub format: String,
     /// How the file is made and what it is for.
     pub description: String,
+    /// The closed list of run error codes (`protocol::run::RunErrorCode`), so the browser
+    /// runner can check that it answers with no other.
+    pub run_error_codes: Vec<String>,
     /// Every fixture, in [`fixtures`] order.
     pub fixtures: Vec<Fixture>,
 }
@@ -117,6 +120,10 @@ pub fn fixture_file() -> FixtureFile {
                       runs `code` with `modules` as the run's resolution and must end as \
                       `expect` says."
             .to_string(),
+        run_error_codes: nodetool_protocol::run::RunErrorCode::ALL
+            .iter()
+            .map(|c| c.as_str().to_string())
+            .collect(),
         fixtures: fixtures(),
     }
 }

@@ -27,7 +27,7 @@ export function createRunner({ base } = {}) {
     });
     worker.addEventListener("error", (event) => {
       event.preventDefault();
-      restart(`the browser runner's worker failed: ${event.message || "unknown error"}`);
+      restart(`the browser runner's worker failed (${event.message || "unknown error"}); it was replaced, and nothing else was affected`);
     });
   }
 
@@ -36,7 +36,8 @@ export function createRunner({ base } = {}) {
     worker = null;
     for (const [id, w] of waiting) {
       clearTimeout(w.timer);
-      w.resolve({ ok: false, error: { code: "runtime-error", message }, logs: [] });
+      // A worker that died under its runs is what `sandbox-crashed` names on the server.
+      w.resolve({ ok: false, error: { code: "sandbox-crashed", message }, logs: [] });
       waiting.delete(id);
     }
   }

@@ -197,16 +197,28 @@ fn bench(area: &str) -> Result<(), String> {
         "host" => ("nodetool-host-modules", "host"),
         "html" => ("nodetool-host-modules", "html"),
         "compile" => ("nodetool-compiler", "compile"),
+        "worker" => ("nodetool-frontend", "worker"),
         other => {
             return Err(format!(
-                "unknown bench area {other:?} (known: discovery, guest, wasm, host, html, compile)"
+                "unknown bench area {other:?} (known: discovery, guest, wasm, host, html, compile, worker, server)"
             ));
         }
     };
     let mut command = cargo();
     command.args(["bench", "--locked", "-p", package, "--bench", bench]);
-    if area == "guest" {
+    if area == "guest" || area == "worker" {
         command.env("NODETOOL_BENCH_JS_YAML", js_yaml_bundle()?);
+    }
+    if area == "worker" {
+        // The worker program is the release `nodetool`, built as the bench is.
+        run(
+            "cargo build --release -p nodetool-cli",
+            cargo().args(["build", "--release", "--locked", "-p", "nodetool-cli"]),
+        )?;
+        command.env(
+            "NODETOOL_BENCH_WORKER",
+            workspace_root().join("target/release/nodetool"),
+        );
     }
     if area == "compile" {
         guest_pack_dependencies()?;

@@ -252,6 +252,11 @@ impl WorkerPool {
         self.0.memory_enforced.load(Ordering::Relaxed)
     }
 
+    /// The process ids of the workers idle now.
+    pub fn idle_pids(&self) -> Vec<u32> {
+        self.lock().idle.iter().map(|w| w.child.id()).collect()
+    }
+
     /// Workers idle and ready now.
     pub fn ready(&self) -> usize {
         self.lock().idle.len()
@@ -784,5 +789,63 @@ fn wire_capabilities(capabilities: &Capabilities) -> WireCapabilities {
             allowed_hosts: f.allowed_hosts.clone(),
             max_response_bytes: u64::try_from(f.max_response_bytes).unwrap_or(u64::MAX),
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn start(program: &str) -> String {
+        let options = WorkerOptions::standard(PathBuf::from(program), 1);
+        match WorkerPool::start(options) {
+            Ok(_) => panic!("{program} must not start as a worker"),
+            Err(e) => e.0,
+        }
+    }
+
+    #[test]
+    fn a_missing_worker_program_is_a_startup_error_naming_it() {
+        let message = start("/nonexistent/nodetool");
+        assert!(
+            message.contains("cannot start the sandbox worker /nonexistent/nodetool"),
+            "{message}"
+        );
+    }
+
+    #[test]
+    fn a_program_that_is_not_a_worker_is_a_startup_error_saying_so() {
+        let message = start("/bin/true");
+        assert!(message.contains("exited before it was ready"), "{message}");
+        assert!(message.contains(WORKER_ARG), "{message}");
+    }
+
+    #[test]
+    fn flags_out_of_range_are_refused_with_the_range() {
+        let refused = options_from_flags(1, Some(8), None, None).err();
+        assert!(
+            refused.is_some_and(|m| m.contains("between 16 and 65536")),
+            "a tiny ceiling must be refused"
+        );
+        let refused = options_from_flags(1, None, Some(60_000), None).err();
+        assert!(refused.is_some_and(|m| m.contains("at most 10000")));
+        let options = options_from_flags(3, Some(256), Some(50), Some(7));
+        assert!(options.as_ref().is_ok_and(|o| o.workers == 3
+            && o.memory_bytes == 256 * 1024 * 1024
+            && o.grace == Duration::from_millis(50)
+            && o.recycle_after == 7));
+    }
+
+    #[test]
+    fn signals_are_named() {
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(
+            describe_status(ExitStatus::from_raw(11)),
+            "was killed by SIGSEGV (signal 11)"
+        );
+        assert_eq!(
+            describe_status(ExitStatus::from_raw(3 << 8)),
+            "exited with status 3"
+        );
     }
 }

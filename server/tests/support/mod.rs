@@ -149,6 +149,7 @@ impl World {
         Arc::new(Discovery {
             sources: self.sources(),
             compiled: Arc::new(NoCompiledModules),
+            first_use: None,
         })
     }
 
