@@ -4,6 +4,13 @@
 use nodetool_protocol::limits::{MAX_HOST_INPUT_BYTES, MAX_HOST_INPUT_CHARS};
 use nodetool_protocol::value::Value;
 
+/// Bytes of values one host call may produce, its strings and the keys of its records counted
+/// once per copy: 64 MiB, the standard guest heap, which could not hold a larger result
+/// anyway. It is what is *made* that counts, not what is read: a parser that copies one
+/// string of its input to every place that refers to it (an xlsx shared string, say) turns a
+/// few KiB of input into any amount of host memory.
+pub const MAX_RESULT_BYTES: usize = 64 * 1024 * 1024;
+
 /// A text argument: a string of at most 5 MiB characters.
 pub fn require_text<'a>(
     at: &str,

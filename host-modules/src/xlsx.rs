@@ -2,7 +2,8 @@
 //!
 //! The reference ran exceljs on the host; this module keeps its contract (argument shapes,
 //! return shapes, messages and the write caps) and adds the caps a native reader of untrusted
-//! bytes needs: the archive's inflated size and the number of cells a parse may return.
+//! bytes needs: the archive's inflated size, the number of cells a parse may return and the
+//! bytes of the values it makes (a shared string is copied into every cell that uses it).
 
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
@@ -13,7 +14,9 @@ use calamine::{DataRef, ExcelDateTime, ExcelDateTimeType, Reader, SheetType, Xls
 use nodetool_protocol::value::Value;
 use rust_xlsxwriter::{Color, Format, FormatPattern, Workbook, Worksheet};
 
-use crate::limits::{bool_option, js_number, js_string, option, options_of, require_bytes};
+use crate::limits::{
+    MAX_RESULT_BYTES, bool_option, js_number, js_string, option, options_of, require_bytes,
+};
 
 /// Sheets one `write` call may produce.
 pub const MAX_WRITE_SHEETS: usize = 64;
@@ -25,6 +28,10 @@ pub const MAX_STYLED_CELLS: usize = 2 * MAX_WRITE_CELLS;
 pub const MAX_PARSE_INFLATED_BYTES: u64 = 100 * 1024 * 1024;
 /// Values (cells, and the nulls that pad rows) one `parse` call may return or hold.
 pub const MAX_PARSE_CELLS: usize = 1_000_000;
+/// Bytes of strings one `parse` call may make: every cell's text and every record's keys,
+/// counted once per copy. A 7 KiB workbook whose one 1 MiB shared string fills 20,000 cells
+/// asks for 20 GB.
+pub const MAX_PARSE_VALUE_BYTES: usize = MAX_RESULT_BYTES;
 
 /// Excel's grid and cell limits.
 const MAX_ROWS: u32 = 1_048_576;
@@ -164,7 +171,10 @@ fn read_workbook(bytes: &[u8], header: bool, wanted: Option<&str>) -> Result<Val
         .filter(|s| s.typ == SheetType::WorkSheet)
         .map(|s| s.name.clone())
         .collect();
-    let mut budget = MAX_PARSE_CELLS;
+    let mut budget = ParseBudget {
+        cells: MAX_PARSE_CELLS,
+        bytes: MAX_PARSE_VALUE_BYTES,
+    };
     if let Some(wanted) = wanted {
         if !names.iter().any(|n| n == wanted) {
             return Err(format!(
@@ -182,18 +192,41 @@ fn read_workbook(bytes: &[u8], header: bool, wanted: Option<&str>) -> Result<Val
     Ok(Value::Object(sheets))
 }
 
-fn spend_parse(budget: &mut usize, cells: u64) -> Result<(), String> {
-    match usize::try_from(cells)
-        .ok()
-        .and_then(|c| budget.checked_sub(c))
-    {
-        Some(left) => {
-            *budget = left;
-            Ok(())
+/// What one `parse` may still make, across its sheets.
+struct ParseBudget {
+    /// Values ([`MAX_PARSE_CELLS`]).
+    cells: usize,
+    /// Bytes of strings ([`MAX_PARSE_VALUE_BYTES`]).
+    bytes: usize,
+}
+
+impl ParseBudget {
+    fn cells(&mut self, cells: u64) -> Result<(), String> {
+        match usize::try_from(cells)
+            .ok()
+            .and_then(|c| self.cells.checked_sub(c))
+        {
+            Some(left) => {
+                self.cells = left;
+                Ok(())
+            }
+            None => Err(format!(
+                "{PARSE}: the workbook holds more than {MAX_PARSE_CELLS} cells"
+            )),
         }
-        None => Err(format!(
-            "{PARSE}: the workbook holds more than {MAX_PARSE_CELLS} cells"
-        )),
+    }
+
+    /// Spends `bytes` of strings, before they are made.
+    fn bytes(&mut self, bytes: usize) -> Result<(), String> {
+        match self.bytes.checked_sub(bytes) {
+            Some(left) => {
+                self.bytes = left;
+                Ok(())
+            }
+            None => Err(format!(
+                "{PARSE}: the workbook's values come to more than the {MAX_PARSE_VALUE_BYTES} bytes one parse may return (a shared string counts once for every cell that uses it)"
+            )),
+        }
     }
 }
 
@@ -204,7 +237,7 @@ fn read_sheet(
     workbook: &mut Xlsx<Cursor<&[u8]>>,
     name: &str,
     header: bool,
-    budget: &mut usize,
+    budget: &mut ParseBudget,
 ) -> Result<Vec<Value>, String> {
     let failed = |e: XlsxError| format!("{PARSE}: sheet \"{name}\" could not be read ({e})");
     let mut cells: Vec<(u32, u32, Value)> = Vec::new();
@@ -215,7 +248,7 @@ fn read_sheet(
             Err(e) => return Err(failed(e)),
         };
         while let Some(cell) = reader.next_cell().map_err(failed)? {
-            let value = cell_value(cell.get_value());
+            let value = cell_value(cell.get_value(), budget)?;
             if matches!(value, Value::Null) {
                 continue;
             }
@@ -295,9 +328,12 @@ fn read_sheet(
             *last = col;
         }
     }
+    // Every record gets its own copy of every key.
+    let key_bytes: usize = keys.iter().map(String::len).sum();
     let mut records = Vec::new();
     for row in rows {
-        spend_parse(budget, keys.len() as u64)?;
+        budget.cells(keys.len() as u64)?;
+        budget.bytes(key_bytes)?;
         let mut values = vec![Value::Null; keys.len()];
         for (col, value) in row {
             let col = col as usize;
@@ -314,9 +350,9 @@ fn read_sheet(
 }
 
 /// A sparse row as an array from column A to its last value, nulls between.
-fn dense(row: SparseRow, budget: &mut usize) -> Result<Vec<Value>, String> {
+fn dense(row: SparseRow, budget: &mut ParseBudget) -> Result<Vec<Value>, String> {
     let width = row.last().map_or(0, |&(col, _)| u64::from(col) + 1);
-    spend_parse(budget, width)?;
+    budget.cells(width)?;
     let mut out = vec![Value::Null; width as usize];
     for (col, value) in row {
         if let Some(slot) = out.get_mut(col as usize) {
@@ -326,18 +362,23 @@ fn dense(row: SparseRow, budget: &mut usize) -> Result<Vec<Value>, String> {
     Ok(out)
 }
 
-fn cell_value(data: &DataRef<'_>) -> Value {
-    match data {
+/// A cell's value, its text charged to `budget` before it is copied.
+fn cell_value(data: &DataRef<'_>, budget: &mut ParseBudget) -> Result<Value, String> {
+    let mut text = |s: &str| -> Result<Value, String> {
+        budget.bytes(s.len())?;
+        Ok(Value::String(s.to_string()))
+    };
+    Ok(match data {
         DataRef::Int(i) => Value::Number(*i as f64),
         DataRef::Float(f) => Value::Number(*f),
-        DataRef::String(s) => Value::String(s.clone()),
-        DataRef::SharedString(s) => Value::String((*s).to_string()),
+        DataRef::String(s) => text(s)?,
+        DataRef::SharedString(s) => text(s)?,
         DataRef::Bool(b) => Value::Bool(*b),
         DataRef::DateTime(dt) => excel_date(dt),
-        DataRef::DateTimeIso(s) | DataRef::DurationIso(s) => Value::String(s.clone()),
-        DataRef::Error(e) => Value::String(e.to_string()),
+        DataRef::DateTimeIso(s) | DataRef::DurationIso(s) => text(s)?,
+        DataRef::Error(e) => text(&e.to_string())?,
         DataRef::Empty => Value::Null,
-    }
+    })
 }
 
 /// A date-formatted serial as exceljs reads it: `Math.round((v - 25569 [+ 1462]) * 86400000)`
