@@ -14,10 +14,10 @@
 use std::collections::{HashMap, HashSet};
 use std::fmt::Write as _;
 
-use nodetool_protocol::packed::{KeyId, Packed, PackedWriter, SharedCache};
+use nodetool_protocol::packed::{KeyId, Packed, PackedError, PackedWriter, SharedCache, Token};
 use nodetool_protocol::value::Value;
 
-use crate::limits::{bool_option, js_number, option, options_of, require_text};
+use crate::limits::{MAX_RESULT_BYTES, bool_option, js_number, option, options_of, require_text};
 
 /// The delimiters papaparse's guesser tries, in its order (`Papa.RECORD_SEP`, `Papa.UNIT_SEP`
 /// last).
@@ -38,9 +38,46 @@ const MAX_CELL_DEPTH: usize = 512;
 /// `parse(text, {header=true, delimiter})`: header true -> an array of records keyed by the
 /// first row; header false -> an array of row arrays. Values are strings.
 pub fn parse(args: &[Value]) -> Result<Value, String> {
-    parse_packed(args)?
-        .to_value()
-        .map_err(|e| format!("csv.parse: {e}"))
+    let packed = parse_packed(args)?;
+    // Packed, each header name is stored once; as values, every record holds its own copy of
+    // every name, so a long header over many short rows would expand without bound.
+    if !expands_within(&packed, MAX_RESULT_BYTES).map_err(|e| format!("csv.parse: {e}"))? {
+        return Err(format!(
+            "csv.parse: the records come to more than the {MAX_RESULT_BYTES} bytes one parse may return (every record repeats the header's names)"
+        ));
+    }
+    packed.to_value().map_err(|e| format!("csv.parse: {e}"))
+}
+
+/// Whether the strings and keys of `packed`, as a `Value` holds them (a key once per object
+/// that has it, a shared string once per use), come to at most `budget` bytes. Stops counting
+/// at the first byte past it.
+fn expands_within(packed: &Packed, budget: usize) -> Result<bool, PackedError> {
+    enum Stop {
+        Over,
+        Malformed(PackedError),
+    }
+    impl From<PackedError> for Stop {
+        fn from(e: PackedError) -> Stop {
+            Stop::Malformed(e)
+        }
+    }
+    let keys = packed.keys();
+    let mut left = budget;
+    let walked = packed.walk(|token| {
+        let bytes = match token {
+            Token::Key(key) => keys.get(key as usize).map_or(0, String::len),
+            Token::String(s) | Token::Shared(s, _) => s.len(),
+            _ => 0,
+        };
+        left = left.checked_sub(bytes).ok_or(Stop::Over)?;
+        Ok(())
+    });
+    match walked {
+        Ok(()) => Ok(true),
+        Err(Stop::Over) => Ok(false),
+        Err(Stop::Malformed(e)) => Err(e),
+    }
 }
 
 /// [`parse`], packed for the guest: the records are written as they are read, into a few

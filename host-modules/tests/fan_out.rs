@@ -17,6 +17,7 @@ use zip::write::SimpleFileOptions;
 use zip::{CompressionMethod, ZipWriter};
 
 const XLSX: &str = "@nodetool-ai/sandbox-xlsx";
+const CSV: &str = "@nodetool-ai/sandbox-csv";
 
 /// A minimal .xlsx whose first `cells` rows each hold, in column A, shared string 0 (which
 /// is `shared`).
@@ -107,23 +108,21 @@ fn workbook(shared: &str, rows: usize, uses_shared: impl Fn(usize) -> bool) -> V
         .into_inner()
 }
 
-fn xlsx_module() -> ResolvedModule {
+fn host_module(specifier: &str, id: &str) -> ResolvedModule {
     ResolvedModule {
-        specifier: XLSX.into(),
-        pack_name: XLSX.into(),
+        specifier: specifier.into(),
+        pack_name: specifier.into(),
         pack_version: None,
         content_digest: "a".repeat(64),
-        module_id: "host:xlsx".into(),
+        module_id: format!("host:{id}"),
         graph: vec![],
-        kind: ResolvedKind::Host {
-            host_id: "xlsx".into(),
-        },
+        kind: ResolvedKind::Host { host_id: id.into() },
     }
 }
 
 fn resolution() -> Resolution {
     Resolution {
-        modules: vec![xlsx_module()],
+        modules: vec![host_module(XLSX, "xlsx"), host_module(CSV, "csv")],
         statuses: vec![],
     }
 }
@@ -132,7 +131,7 @@ fn dispatcher() -> Arc<HostDispatcher> {
     HostDispatcher::for_resolution(&resolution())
         .ok()
         .flatten()
-        .unwrap_or_else(|| panic!("no xlsx dispatcher"))
+        .unwrap_or_else(|| panic!("no host dispatcher"))
 }
 
 /// Waits for a dispatcher call (each runs on a thread of its own).
@@ -237,4 +236,59 @@ fn the_guest_sees_a_host_module_error_naming_the_budget() {
         "import {{ parse }} from '{XLSX}';\ntry {{ await parse(inputs.book) }} catch (e) {{ return e.message }}"
     ));
     assert_eq!(outcome.result, Ok(Value::String(BUDGET_MESSAGE.into())));
+}
+
+/// `csv.parse` answers the guest packed, each header name stored once; as values (the answer
+/// `Dispatcher::call` gives, for the server's host-call route) every record holds its own copy,
+/// so a 1 MiB header name over two million one-byte rows asked for 2 TB.
+#[test]
+fn a_long_csv_header_repeated_in_every_record_is_refused_as_values_not_packed() {
+    let text = format!("{}\n{}", "h".repeat(1024 * 1024), "x\n".repeat(100));
+    let e = answer(dispatcher().call(
+        CSV,
+        "parse",
+        vec![Value::String(text.clone())],
+        Instant::now() + Duration::from_secs(60),
+    ))
+    .err()
+    .map(|e| e.message);
+    assert_eq!(
+        e.as_deref(),
+        Some(
+            "csv.parse: the records come to more than the 67108864 bytes one parse may return (every record repeats the header's names)"
+        )
+    );
+    let small = answer(dispatcher().call(
+        CSV,
+        "parse",
+        vec![Value::String("h\nx\ny".into())],
+        Instant::now() + Duration::from_secs(60),
+    ));
+    let record = |v: &str| Value::Object(vec![("h".into(), Value::String(v.into()))]);
+    assert_eq!(small, Ok(Value::Array(vec![record("x"), record("y")])));
+
+    // Packed for the guest, the records share the one name.
+    let resolution = resolution();
+    let inputs = Value::Object(vec![("text".into(), Value::String(text))]);
+    let outcome = Sandbox::new().run(RunRequest {
+        code: &format!(
+            "import {{ parse }} from '{CSV}';\nconst rows = await parse(inputs.text);\nreturn [rows.length, Object.keys(rows[99])[0].length];"
+        ),
+        resolution: &resolution,
+        inputs: &inputs,
+        limits: RunLimits::STANDARD,
+        capabilities: Capabilities::default(),
+        dispatchers: Dispatchers {
+            host: Some(dispatcher()),
+            wasm: None,
+        },
+        cancel: None,
+    });
+    assert_eq!(
+        outcome.result,
+        Ok(Value::Array(vec![
+            Value::Number(100.0),
+            Value::Number(1024.0 * 1024.0)
+        ]))
+    );
 }
