@@ -156,20 +156,21 @@ struct IsolationArgs {
 }
 
 impl IsolationArgs {
-    /// The runner these flags ask for (one worker).
-    fn runner(&self) -> Result<Runner, Failure> {
+    /// The runner these flags ask for (one worker; compiled WASM modules kept in the cache
+    /// directory `env` names).
+    fn runner(&self, env: &Environment) -> Result<Runner, Failure> {
         let isolation = if self.in_process {
             Isolation::InProcess
         } else {
-            Isolation::Workers(
-                nodetool_frontend::worker::options_from_flags(
-                    1,
-                    self.worker_memory_mb,
-                    self.grace_ms,
-                    None,
-                )
-                .map_err(Failure::Usage)?,
+            let mut options = nodetool_frontend::worker::options_from_flags(
+                1,
+                self.worker_memory_mb,
+                self.grace_ms,
+                None,
             )
+            .map_err(Failure::Usage)?;
+            options.artifact_dir = Some(nodetool_frontend::worker::artifact_dir(&env.cache_home()));
+            Isolation::Workers(options)
         };
         Runner::start(isolation).map_err(|e| {
             Failure::Usage(format!(
@@ -458,6 +459,7 @@ fn dispatch(cli: Cli) -> Outcome {
                     json,
                     &catalog,
                     &isolation,
+                    &env,
                 ),
                 Command::Codeact(CodeactCommand::Prompt { allow }) => {
                     outln!(
@@ -593,7 +595,7 @@ fn run(args: RunArgs, catalog: &DiscoveredCatalog, first_use: &compile::FirstUse
         }
         limits.timeout = Duration::from_millis(ms);
     }
-    let runner = args.isolation.runner()?;
+    let runner = args.isolation.runner(&first_use.sources.env)?;
     warn_unenforced(&runner);
     let outcome = runner.run_body(
         catalog,
@@ -653,10 +655,7 @@ fn lock(path: &Path, catalog: &DiscoveredCatalog) -> Outcome {
     let stamped = nodetool_guest::validate::lock_graph(&mut document, catalog)
         .map_err(|e| Failure::Usage(format!("{}: {}", path.display(), e.0)))?;
     let text = serde_json::to_string_pretty(&document).unwrap_or_default();
-    let temporary = path.with_extension("json.tmp");
-    std::fs::write(&temporary, format!("{text}\n"))
-        .and_then(|()| std::fs::rename(&temporary, path))
-        .map_err(|e| Failure::Usage(format!("cannot write {}: {e}", path.display())))?;
+    trust::write_atomically(path, &text).map_err(Failure::Usage)?;
     outln!("stamped {stamped} Code node(s) in {}", path.display());
     Ok(())
 }
@@ -712,6 +711,7 @@ fn codeact_step(
     json: bool,
     catalog: &DiscoveredCatalog,
     isolation: &IsolationArgs,
+    env: &Environment,
 ) -> Outcome {
     let (code, _) = read_source(file)?;
     let observation_of = |ok: bool, observation: String| -> Outcome {
@@ -740,7 +740,7 @@ fn codeact_step(
     {
         return observation_of(false, "the action's imports could not be resolved".into());
     }
-    let runner = isolation.runner()?;
+    let runner = isolation.runner(env)?;
     warn_unenforced(&runner);
     let outcome = runner.run_resolved(
         &resolution,

@@ -197,3 +197,75 @@ fn the_bridge_is_private() {
         serde_json::json!(["undefined", "undefined", "undefined"])
     );
 }
+
+/// Runs `code` with `home` as `HOME`.
+fn run_in(home: &Path, root: &Path, code: &str) -> Value {
+    let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let output = assert_cmd::Command::cargo_bin("nodetool")
+        .unwrap_or_else(|e| panic!("{e}"))
+        .env_clear()
+        .env("HOME", home)
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("NODETOOL_SHIPPED_PACKS_DIR", empty.path())
+        .args(["run", "--json", "--packs"])
+        .arg(root)
+        .write_stdin(code)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"));
+    let text = String::from_utf8_lossy(&output.stdout);
+    serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
+}
+
+/// The artifact files under `home`'s cache.
+fn artifacts(home: &Path) -> Vec<std::path::PathBuf> {
+    let dir = home.join(".cache/nodetool/wasm-artifacts");
+    let mut files: Vec<_> = fs::read_dir(dir)
+        .map(|d| d.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default();
+    files.sort();
+    files
+}
+
+#[test]
+fn compiled_modules_are_kept_between_runs_and_a_corrupt_one_is_evicted() {
+    use sha2::{Digest as _, Sha256};
+    let root = pack_root("");
+    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let code = "import { add } from '@acme/ref/scalar';\nreturn await add(40, 2);";
+    assert_eq!(run_in(home.path(), root.path(), code)["result"], 42);
+    // The worker compiled the module and handed it back; the CLI kept it, digest first.
+    let files = artifacts(home.path());
+    assert_eq!(files.len(), 1, "{files:?}");
+    assert!(files[0].extension().is_some_and(|e| e == "cwasm"));
+    let valid =
+        |bytes: &[u8]| bytes.len() > 32 && Sha256::digest(&bytes[32..]).as_slice() == &bytes[..32];
+    let kept = fs::read(&files[0]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(valid(&kept));
+    // A second run loads it: nothing was recompiled, so nothing was written (a write lands by
+    // rename, as a new inode).
+    use std::os::unix::fs::MetadataExt as _;
+    let inode = |p: &Path| fs::metadata(p).map(|m| m.ino()).unwrap_or(0);
+    let before = inode(&files[0]);
+    assert_eq!(run_in(home.path(), root.path(), code)["result"], 42);
+    assert_eq!(inode(&files[0]), before, "the artifact was written again");
+    // A corrupt entry is never handed to a worker: it is evicted, the module compiles again,
+    // and a valid entry replaces it.
+    let mut corrupt = kept.clone();
+    let last = corrupt.len() - 1;
+    corrupt[last] ^= 0xff;
+    fs::write(&files[0], &corrupt).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(run_in(home.path(), root.path(), code)["result"], 42);
+    let rewritten = fs::read(&files[0]).unwrap_or_else(|e| panic!("{e}"));
+    assert!(
+        valid(&rewritten),
+        "the entry was not replaced by a valid one"
+    );
+    // An entry that is not an artifact at all (right digest, wrong bytes) is refused by the
+    // engine and recompiled, never a crash.
+    let junk = b"not a compiled module".to_vec();
+    let mut forged = Sha256::digest(&junk).to_vec();
+    forged.extend_from_slice(&junk);
+    fs::write(&files[0], &forged).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(run_in(home.path(), root.path(), code)["result"], 42);
+    assert!(valid(&fs::read(&files[0]).unwrap_or_default()));
+}

@@ -49,15 +49,25 @@ pub fn write_allowlist(path: &Path, allowed: &BTreeSet<String>) -> Result<(), St
     write_atomically(path, &text)
 }
 
-/// Writes `text` and a final newline to `path` atomically: a temporary file beside it
-/// (`<name>.json.tmp`), renamed over it, so a reader sees the old file or the new one, never
-/// half of either. Operator files (the allowlist, the install ledger) are written this way.
+/// Writes `text` and a final newline to `path` atomically ([`write_bytes_atomically`]).
+/// Operator files (the allowlist, the install ledger) are written this way.
 pub fn write_atomically(path: &Path, text: &str) -> Result<(), String> {
-    let temporary = path.with_extension("json.tmp");
-    std::fs::write(&temporary, format!("{text}\n"))
+    write_bytes_atomically(path, format!("{text}\n").as_bytes())
+}
+
+/// Writes `bytes` to `path` through a temporary file beside it (named for this process, so
+/// two writers never share one) and a rename, so a reader sees the old file or the new one,
+/// never half of either.
+pub fn write_bytes_atomically(path: &Path, bytes: &[u8]) -> Result<(), String> {
+    let mut name = path.file_name().unwrap_or_default().to_os_string();
+    name.push(format!(".{}.tmp", std::process::id()));
+    let temporary = path.with_file_name(name);
+    std::fs::write(&temporary, bytes)
         .map_err(|e| format!("{}: cannot be written ({e})", temporary.display()))?;
-    std::fs::rename(&temporary, path)
-        .map_err(|e| format!("{}: cannot be replaced ({e})", path.display()))
+    std::fs::rename(&temporary, path).map_err(|e| {
+        let _ = std::fs::remove_file(&temporary);
+        format!("{}: cannot be replaced ({e})", path.display())
+    })
 }
 
 #[cfg(test)]

@@ -14,7 +14,7 @@ use nodetool_protocol::run::{RunError, RunErrorCode};
 use nodetool_protocol::value::Value;
 use nodetool_runtime::SandboxModuleCatalog;
 use nodetool_runtime::dispatch::Dispatcher;
-use nodetool_wasm_host::WasmHost;
+use nodetool_wasm_host::{ArtifactStore, WasmHost};
 
 use crate::worker::{PoolRun, WorkerOptions, WorkerPool, WorkerStartError};
 
@@ -26,6 +26,7 @@ use crate::worker::{PoolRun, WorkerOptions, WorkerPool, WorkerStartError};
 pub struct Engines {
     sandbox: Sandbox,
     wasm: OnceLock<Result<Arc<WasmHost>, String>>,
+    artifacts: Option<Arc<dyn ArtifactStore>>,
 }
 
 /// One body to run.
@@ -48,6 +49,15 @@ impl Engines {
         Engines::default()
     }
 
+    /// Engines whose WASM host loads compiled modules from `artifacts` and gives it what it
+    /// compiles (a worker's, fed by the front end's artifact cache).
+    pub fn with_artifacts(artifacts: Arc<dyn ArtifactStore>) -> Self {
+        Engines {
+            artifacts: Some(artifacts),
+            ..Engines::default()
+        }
+    }
+
     /// The dispatchers the resolution's facades need: the host-module dispatcher (which
     /// re-checks every host id against the registry pin) and, only when a WASM module is
     /// declared, the WASM host's (compiling and re-validating each binary before first use).
@@ -62,7 +72,13 @@ impl Engines {
         let wasm = if declares_wasm {
             let engine = self
                 .wasm
-                .get_or_init(|| WasmHost::new().map_err(|e| e.0))
+                .get_or_init(|| {
+                    match &self.artifacts {
+                        Some(store) => WasmHost::with_artifacts(Arc::clone(store)),
+                        None => WasmHost::new(),
+                    }
+                    .map_err(|e| e.0)
+                })
                 .as_ref()
                 .map_err(|e| RunError::new(RunErrorCode::WasmError, e.clone()))?;
             engine

@@ -557,7 +557,8 @@ pub fn serve_blocking(
     }
     // npm modules come from the compiler's cache (`nodetool packs compile` fills it); one that
     // nothing compiled yet is `pending-compile`, and a reload picks up what was compiled since.
-    let cache = nodetool_compiler::Cache::new(nodetool_compiler::cache_root(&env.cache_home()));
+    let cache_home = env.cache_home();
+    let cache = nodetool_compiler::Cache::new(nodetool_compiler::cache_root(&cache_home));
     let source = Arc::new(Discovery {
         sources: PackSources {
             explicit: packs,
@@ -577,15 +578,15 @@ pub fn serve_blocking(
     let isolation = if args.in_process {
         Isolation::InProcess
     } else {
-        Isolation::Workers(
-            nodetool_frontend::worker::options_from_flags(
-                config.max_running,
-                args.worker_memory_mb,
-                args.grace_ms,
-                args.recycle_after,
-            )
-            .map_err(ServeError::Config)?,
+        let mut options = nodetool_frontend::worker::options_from_flags(
+            config.max_running,
+            args.worker_memory_mb,
+            args.grace_ms,
+            args.recycle_after,
         )
+        .map_err(ServeError::Config)?;
+        options.artifact_dir = Some(nodetool_frontend::worker::artifact_dir(&cache_home));
+        Isolation::Workers(options)
     };
     let runner = Runner::start(isolation).map_err(|e| {
         ServeError::Failed(format!(

@@ -93,9 +93,30 @@ impl Drop for SlotGuard<'_> {
     }
 }
 
+/// Where compiled modules are kept between processes: a serialized module by
+/// [`module_key`]. The front end owns the files; a worker only reads what it is handed and
+/// hands back what it compiled.
+pub trait ArtifactStore: Send + Sync {
+    /// The serialized module kept under `key`, if any.
+    fn load(&self, key: &[u8; 32]) -> Option<Arc<[u8]>>;
+    /// A module compiled now, serialized, for the store to keep under `key`.
+    fn save(&self, key: [u8; 32], artifact: Vec<u8>);
+}
+
+/// What identifies a compiled module: the binary and the contract it was validated against.
+/// The engine's own compatibility (version, settings) is checked by wasmtime when an artifact
+/// is loaded, and a mismatch is a recompile.
+pub fn module_key(bytes: &[u8], contract: &WasmContract) -> [u8; 32] {
+    let mut hasher = Sha256::new();
+    hasher.update(bytes);
+    hasher.update(format!("{contract:?}").as_bytes());
+    hasher.finalize().into()
+}
+
 /// The process's WASM engine: compile cache, epoch ticker, and the cap on executing calls.
 pub struct WasmHost {
     engine: Engine,
+    artifacts: Option<Arc<dyn ArtifactStore>>,
     compiled: Mutex<HashMap<[u8; 32], Arc<Compiled>>>,
     by_address: Mutex<HashMap<usize, AddressEntry>>,
     executing: Slots,
@@ -110,6 +131,18 @@ pub struct WasmHostError(pub String);
 impl WasmHost {
     /// An engine with epoch interruption and a ticker thread. One per process is the intent.
     pub fn new() -> Result<Arc<WasmHost>, WasmHostError> {
+        WasmHost::build(None)
+    }
+
+    /// [`WasmHost::new`] that loads compiled modules from `artifacts` before compiling, and
+    /// gives it every module it compiles.
+    pub fn with_artifacts(
+        artifacts: Arc<dyn ArtifactStore>,
+    ) -> Result<Arc<WasmHost>, WasmHostError> {
+        WasmHost::build(Some(artifacts))
+    }
+
+    fn build(artifacts: Option<Arc<dyn ArtifactStore>>) -> Result<Arc<WasmHost>, WasmHostError> {
         let mut config = Config::new();
         config.epoch_interruption(true);
         let engine = Engine::new(&config)
@@ -128,6 +161,7 @@ impl WasmHost {
             .map_err(|e| WasmHostError(format!("the WASM epoch thread could not start: {e}")))?;
         Ok(Arc::new(WasmHost {
             engine,
+            artifacts,
             compiled: Mutex::new(HashMap::new()),
             by_address: Mutex::new(HashMap::new()),
             executing: Slots::new(WASM_BUDGETS.worker_pool_size as usize),
@@ -154,10 +188,7 @@ impl WasmHost {
         {
             return Ok(Arc::clone(hit));
         }
-        let mut hasher = Sha256::new();
-        hasher.update(bytes.as_ref());
-        hasher.update(format!("{contract:?}").as_bytes());
-        let key: [u8; 32] = hasher.finalize().into();
+        let key = module_key(bytes, contract);
         let cached = self
             .compiled
             .lock()
@@ -167,7 +198,7 @@ impl WasmHost {
         let compiled = match cached {
             Some(hit) => hit,
             None => {
-                let compiled = self.compile_new(specifier, bytes, contract)?;
+                let compiled = self.compile_new(specifier, bytes, contract, key)?;
                 self.compiled
                     .lock()
                     .unwrap_or_else(PoisonError::into_inner)
@@ -190,6 +221,7 @@ impl WasmHost {
         specifier: &str,
         bytes: &[u8],
         contract: &WasmContract,
+        key: [u8; 32],
     ) -> Result<Arc<Compiled>, WasmHostError> {
         if let Err(errors) = check_wasm(bytes, contract) {
             let reasons: Vec<String> = errors.into_iter().map(|e| e.message).collect();
@@ -198,11 +230,25 @@ impl WasmHost {
                 reasons.join("; ")
             )));
         }
-        let module = Module::new(&self.engine, bytes).map_err(|e| {
-            WasmHostError(format!(
-                "{specifier}: the WASM module does not compile: {e}"
-            ))
-        })?;
+        let loaded = self
+            .artifacts
+            .as_ref()
+            .and_then(|store| store.load(&key))
+            .and_then(|artifact| load_artifact(&self.engine, &artifact));
+        let module = match loaded {
+            Some(module) => module,
+            None => {
+                let module = Module::new(&self.engine, bytes).map_err(|e| {
+                    WasmHostError(format!(
+                        "{specifier}: the WASM module does not compile: {e}"
+                    ))
+                })?;
+                if let (Some(store), Ok(artifact)) = (&self.artifacts, module.serialize()) {
+                    store.save(key, artifact);
+                }
+                module
+            }
+        };
         let mut exports = HashMap::new();
         for export in &contract.exports {
             let ty = module
@@ -328,6 +374,19 @@ struct Budget {
     limits: WasmBudgets,
     state: Mutex<BudgetState>,
     in_flight: Slots,
+}
+
+/// A module from an artifact, or `None` when wasmtime refuses it (another version or settings,
+/// or bytes that are not an artifact), so the caller compiles instead.
+#[allow(unsafe_code)]
+fn load_artifact(engine: &Engine, artifact: &[u8]) -> Option<Module> {
+    // SAFETY: `Module::deserialize` trusts the bytes to be what `Module::serialize` wrote.
+    // Artifacts come only from the front end's content-addressed store, which writes what a
+    // worker's `serialize` produced for this key and checks each entry's SHA-256 before it is
+    // handed out (a corrupt entry is evicted), and wasmtime itself refuses an artifact of
+    // another version or configuration. The worker loading it is the process that would have
+    // compiled the same module.
+    unsafe { Module::deserialize(engine, artifact) }.ok()
 }
 
 /// The per-run dispatcher behind the generated WASM facades.

@@ -27,6 +27,7 @@ use super::wire::{
 };
 use crate::fetch::HttpClient;
 use crate::run::{BodyRun, Engines};
+use nodetool_wasm_host::ArtifactStore;
 
 /// The first argument that starts a front end's binary as a sandbox worker. It is not a
 /// command of either front end (their argument parsers never see it).
@@ -107,7 +108,8 @@ fn worker_main(memory: Option<u64>) -> ExitCode {
             return ExitCode::from(3);
         }
     }
-    let engines = Engines::new();
+    let artifacts = Arc::new(Artifacts::default());
+    let engines = Engines::with_artifacts(Arc::clone(&artifacts) as Arc<dyn ArtifactStore>);
     let mut modules: HashMap<String, ResolvedModule> = HashMap::new();
     while let Ok(frame) = incoming.recv() {
         let (ToWorker::Run(order), frame) = frame.split() else {
@@ -118,9 +120,11 @@ fn worker_main(memory: Option<u64>) -> ExitCode {
         *current.lock().unwrap_or_else(PoisonError::into_inner) = Some((id, cancel.clone()));
         let started = Instant::now();
         let mut blob = BlobWriter::default();
+        artifacts.offer(&frame, &order.artifacts);
         let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
             execute(&engines, &mut modules, &frame, order, cancel, &mut blob)
         }));
+        let produced = artifacts.take_produced(&mut blob);
         *current.lock().unwrap_or_else(PoisonError::into_inner) = None;
         let (answer, retire) = match ran {
             Ok(Ok(answer)) => (answer, false),
@@ -137,7 +141,11 @@ fn worker_main(memory: Option<u64>) -> ExitCode {
                 true,
             ),
         };
-        let answer = RunAnswer { retire, ..answer };
+        let answer = RunAnswer {
+            retire,
+            artifacts: produced,
+            ..answer
+        };
         if wire::write_frame(&mut out, &FromWorker::Answer(answer), &blob).is_err() || retire {
             break;
         }
@@ -185,6 +193,7 @@ fn failed(id: u64, error: RunError, started: Instant) -> RunAnswer {
         logs: Vec::new(),
         duration_us: duration_us(started.elapsed()),
         retire: false,
+        artifacts: Vec::new(),
     }
 }
 
@@ -272,7 +281,79 @@ fn execute(
         logs: outcome.logs,
         duration_us: duration,
         retire: false,
+        artifacts: Vec::new(),
     })
+}
+
+/// The worker's side of the artifact cache: what the current order offered, and what the run
+/// compiled (handed back with the answer; the worker writes no file).
+#[derive(Default)]
+struct Artifacts {
+    offered: Mutex<HashMap<[u8; 32], Arc<[u8]>>>,
+    produced: Mutex<Vec<([u8; 32], Vec<u8>)>>,
+}
+
+impl Artifacts {
+    fn offer(&self, frame: &Frame<()>, offered: &[(String, wire::Span)]) {
+        let mut map = self.offered.lock().unwrap_or_else(PoisonError::into_inner);
+        map.clear();
+        for (key, span) in offered {
+            if let (Some(key), Ok(bytes)) = (key_from_hex(key), frame.blob().get(*span)) {
+                map.insert(key, Arc::from(bytes));
+            }
+        }
+    }
+
+    fn take_produced(&self, blob: &mut BlobWriter) -> Vec<(String, wire::Span)> {
+        self.offered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+        let produced =
+            std::mem::take(&mut *self.produced.lock().unwrap_or_else(PoisonError::into_inner));
+        produced
+            .into_iter()
+            .map(|(key, bytes)| (key_to_hex(&key), blob.push(&bytes)))
+            .collect()
+    }
+}
+
+impl ArtifactStore for Artifacts {
+    fn load(&self, key: &[u8; 32]) -> Option<Arc<[u8]>> {
+        self.offered
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(key)
+            .cloned()
+    }
+
+    fn save(&self, key: [u8; 32], artifact: Vec<u8>) {
+        self.produced
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push((key, artifact));
+    }
+}
+
+/// 64 lowercase hex digits.
+pub(crate) fn key_to_hex(key: &[u8; 32]) -> String {
+    key.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// The key of 64 lowercase hex digits, or `None`.
+pub(crate) fn key_from_hex(text: &str) -> Option<[u8; 32]> {
+    if text.len() != 64
+        || !text
+            .bytes()
+            .all(|b| b.is_ascii_digit() || (b'a'..=b'f').contains(&b))
+    {
+        return None;
+    }
+    let mut key = [0u8; 32];
+    for (i, byte) in key.iter_mut().enumerate() {
+        *byte = u8::from_str_radix(text.get(2 * i..2 * i + 2)?, 16).ok()?;
+    }
+    Some(key)
 }
 
 fn clamp(n: u64) -> usize {

@@ -19,5 +19,6 @@ pub mod wire;
 
 pub use child::{MEMORY_ARG, WORKER_ARG, run_if_worker};
 pub use pool::{
-    PoolRun, WorkerCounts, WorkerOptions, WorkerPool, WorkerStartError, options_from_flags,
+    PoolRun, WorkerCounts, WorkerOptions, WorkerPool, WorkerStartError, artifact_dir,
+    options_from_flags,
 };

@@ -21,7 +21,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
 use nodetool_guest::{CancelToken, Capabilities, RunLimits, RunOutcome};
-use nodetool_protocol::catalog::Resolution;
+use nodetool_protocol::catalog::{FileContent, Resolution, ResolvedKind};
 use nodetool_protocol::packed::Packed;
 use nodetool_protocol::run::{LogEntry, RunError, RunErrorCode};
 use nodetool_protocol::value::Value;
@@ -47,6 +47,9 @@ pub struct WorkerOptions {
     pub grace: Duration,
     /// Runs a worker serves before it is replaced.
     pub recycle_after: u32,
+    /// Where compiled WASM modules are kept between runs (`None`: nowhere). Only the
+    /// supervisor writes here.
+    pub artifact_dir: Option<PathBuf>,
 }
 
 impl WorkerOptions {
@@ -65,8 +68,14 @@ impl WorkerOptions {
             memory_bytes: Self::STANDARD_MEMORY_BYTES,
             grace: Self::STANDARD_GRACE,
             recycle_after: Self::STANDARD_RECYCLE_AFTER,
+            artifact_dir: None,
         }
     }
+}
+
+/// Where compiled WASM modules are kept, under a cache home (`$XDG_CACHE_HOME`).
+pub fn artifact_dir(cache_home: &std::path::Path) -> PathBuf {
+    cache_home.join("nodetool").join("wasm-artifacts")
 }
 
 /// What a front end's flags say about its workers, checked, with this process's own
@@ -492,6 +501,8 @@ impl WorkerPool {
         let id = self.0.next_id.fetch_add(1, Ordering::Relaxed);
         let mut blob = BlobWriter::default();
         let mut sent_keys = Vec::new();
+        let mut artifacts = Vec::new();
+        let wasm_keys = artifact_keys(run.resolution);
         let modules = run
             .resolution
             .modules
@@ -504,6 +515,13 @@ impl WorkerPool {
                     let before = blob.len();
                     let module = WireResolved::write(m, &mut blob);
                     sent_keys.push((key.clone(), blob.len() - before));
+                    // A module this worker has not compiled: its artifact, when one is kept.
+                    if let Some((hex, artifact)) = wasm_keys
+                        .get(&m.specifier)
+                        .and_then(|hex| Some((hex, self.artifact_store()?.read(hex)?)))
+                    {
+                        artifacts.push((hex.clone(), blob.push(&artifact)));
+                    }
                     WireModule::Full { key, module }
                 }
             })
@@ -516,6 +534,7 @@ impl WorkerPool {
             capabilities: wire_capabilities(run.capabilities),
             modules,
             statuses: run.resolution.statuses.clone(),
+            artifacts,
         };
         // The clock starts when the order is handed over.
         let sent = Instant::now();
@@ -572,6 +591,16 @@ impl WorkerPool {
                     };
                     let late = Instant::now() > deadline;
                     let retire = answer.retire;
+                    if let Some(store) = self.artifact_store() {
+                        for (hex, span) in &answer.artifacts {
+                            // Only a key of this run's modules, and bytes that read.
+                            if wasm_keys.values().any(|k| k == hex)
+                                && let Ok(bytes) = frame.blob().get(*span)
+                            {
+                                store.write(hex, bytes);
+                            }
+                        }
+                    }
                     let outcome = finish(answer, &frame, late, &run.limits, started);
                     self.give_back(worker, retire);
                     return outcome;
@@ -606,6 +635,10 @@ impl WorkerPool {
                 }
             }
         }
+    }
+
+    fn artifact_store(&self) -> Option<ArtifactFiles<'_>> {
+        self.0.options.artifact_dir.as_deref().map(ArtifactFiles)
     }
 
     /// A worker whose channel ended under a run: why it died, as the run's error.
@@ -647,6 +680,66 @@ impl WorkerPool {
                 status.map_or_else(|| "died".to_string(), describe_status)
             ),
         )
+    }
+}
+
+/// The artifact key (hex) of each WASM module of `resolution`, by specifier.
+fn artifact_keys(resolution: &Resolution) -> std::collections::HashMap<String, String> {
+    resolution
+        .modules
+        .iter()
+        .filter_map(|m| {
+            let ResolvedKind::Wasm { wasm } = &m.kind else {
+                return None;
+            };
+            let FileContent::Wasm { bytes } = &m.entry()?.content else {
+                return None;
+            };
+            let key = nodetool_wasm_host::module_key(&bytes.0, wasm);
+            Some((m.specifier.clone(), super::child::key_to_hex(&key)))
+        })
+        .collect()
+}
+
+/// The largest artifact kept.
+const MAX_ARTIFACT_BYTES: usize = 64 * 1024 * 1024;
+
+/// The supervisor's artifact cache: `<dir>/<key>.cwasm`, each file the SHA-256 of its payload
+/// followed by the payload. A file whose digest does not match is removed, never handed out.
+struct ArtifactFiles<'a>(&'a std::path::Path);
+
+impl ArtifactFiles<'_> {
+    fn path(&self, hex: &str) -> Option<PathBuf> {
+        super::child::key_from_hex(hex)?;
+        Some(self.0.join(format!("{hex}.cwasm")))
+    }
+
+    fn read(&self, hex: &str) -> Option<Vec<u8>> {
+        use sha2::{Digest as _, Sha256};
+        let path = self.path(hex)?;
+        let metadata = std::fs::metadata(&path).ok()?;
+        if !metadata.is_file() || metadata.len() > (MAX_ARTIFACT_BYTES + 32) as u64 {
+            let _ = std::fs::remove_file(&path);
+            return None;
+        }
+        let bytes = std::fs::read(&path).ok()?;
+        let (digest, payload) = bytes.split_at_checked(32)?;
+        if Sha256::digest(payload).as_slice() != digest {
+            let _ = std::fs::remove_file(&path);
+            return None;
+        }
+        Some(payload.to_vec())
+    }
+
+    fn write(&self, hex: &str, payload: &[u8]) {
+        use sha2::{Digest as _, Sha256};
+        let Some(path) = self.path(hex) else { return };
+        if payload.len() > MAX_ARTIFACT_BYTES || std::fs::create_dir_all(self.0).is_err() {
+            return;
+        }
+        let mut bytes = Sha256::digest(payload).to_vec();
+        bytes.extend_from_slice(payload);
+        let _ = nodetool_discovery::trust::write_bytes_atomically(&path, &bytes);
     }
 }
 

@@ -228,6 +228,9 @@ pub struct RunOrder {
     pub modules: Vec<WireModule>,
     /// The resolution's statuses (its errors end the run before anything starts).
     pub statuses: Vec<Status>,
+    /// Compiled WASM modules from the front end's artifact cache, by key (64 hex digits).
+    #[serde(default)]
+    pub artifacts: Vec<(String, Span)>,
 }
 
 /// [`nodetool_guest::RunLimits`] on the wire.
@@ -447,6 +450,9 @@ pub struct RunAnswer {
     /// The worker is leaving after this answer (the host failed under it); start another.
     #[serde(default)]
     pub retire: bool,
+    /// WASM modules the run compiled, serialized, by key, for the front end to keep.
+    #[serde(default)]
+    pub artifacts: Vec<(String, Span)>,
 }
 
 #[cfg(test)]
