@@ -5,8 +5,10 @@
 
 use std::collections::BTreeMap;
 
+use std::net::SocketAddr;
+
 use axum::Json;
-use axum::extract::{Path, State};
+use axum::extract::{ConnectInfo, FromRequest, Path, Request, State};
 use nodetool_frontend::answers;
 use nodetool_frontend::install::Ledger;
 use nodetool_protocol::catalog::{Status, Summary};
@@ -14,6 +16,7 @@ use nodetool_runtime::SandboxModuleCatalog;
 use serde_json::{Value as JsonValue, json};
 
 use crate::AppState;
+use crate::body::JsonBody;
 use crate::error::ApiError;
 
 /// What importing a pack means, as the Packages page says it.
@@ -122,9 +125,24 @@ fn docs_of(state: &AppState, name: &str) -> Result<Json<JsonValue>, ApiError> {
         .map_err(|e| ApiError::Internal(format!("docs of {name}: {e}")))
 }
 
+/// `POST /api/packs/reload` (body empty or `{}`).
+#[derive(serde::Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ReloadBody {}
+
 /// `POST /api/packs/reload`: discovers the packs again and swaps the new catalog in. Runs in
-/// flight keep the catalog they started with. A failed discovery keeps the current catalog.
-pub async fn reload(State(state): State<AppState>) -> Result<Json<JsonValue>, ApiError> {
+/// flight keep the catalog they started with. A failed discovery keeps the current catalog. An
+/// operator action: the token, or from loopback the header the Packages page sends.
+pub async fn reload(
+    State(state): State<AppState>,
+    request: Request,
+) -> Result<Json<JsonValue>, ApiError> {
+    crate::access::reload_allowed(
+        &state.config().access,
+        request.headers(),
+        request.extensions().get::<ConnectInfo<SocketAddr>>(),
+    )?;
+    let JsonBody(ReloadBody {}) = JsonBody::from_request(request, &state).await?;
     let catalog = state.reload().await?;
     Ok(Json(json!({
         "ok": true,

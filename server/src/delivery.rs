@@ -46,8 +46,12 @@ pub async fn deliver(
             .authorize_delivery(&id)
             .await
             .map_err(|refusal| match refusal.reason {
-                RefusalReason::Forbidden => ApiError::Forbidden(refusal.message),
+                RefusalReason::Forbidden => {
+                    state.metrics().delivered("forbidden");
+                    ApiError::Forbidden(refusal.message)
+                }
                 RefusalReason::NotFound | RefusalReason::Unavailable => {
+                    state.metrics().delivered("not-found");
                     ApiError::NotFound(refusal.message)
                 }
             })?;
@@ -59,8 +63,10 @@ pub async fn deliver(
         StatusCode::OK
     };
     let body = if status == StatusCode::OK {
+        state.metrics().delivered("ok");
         Body::from(delivery.body.as_bytes().to_vec())
     } else {
+        state.metrics().delivered("not-modified");
         Body::empty()
     };
     Ok((status, headers, body).into_response())

@@ -14,6 +14,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 pub struct RunGate {
     running: Arc<Semaphore>,
     admitted: AtomicUsize,
+    slots: usize,
     capacity: usize,
 }
 
@@ -43,6 +44,7 @@ impl RunGate {
         Arc::new(RunGate {
             running: Arc::new(Semaphore::new(running)),
             admitted: AtomicUsize::new(0),
+            slots: running,
             capacity: running + queued,
         })
     }
@@ -68,6 +70,16 @@ impl RunGate {
     /// Runs running or waiting now.
     pub fn admitted(&self) -> usize {
         self.admitted.load(Ordering::Acquire)
+    }
+
+    /// Runs holding a slot now.
+    pub fn running(&self) -> usize {
+        self.slots.saturating_sub(self.running.available_permits())
+    }
+
+    /// Runs waiting for a slot now.
+    pub fn queued(&self) -> usize {
+        self.admitted().saturating_sub(self.running())
     }
 }
 

@@ -11,32 +11,45 @@
 //!
 //! Runs, validations and host calls execute on the blocking pool, never on the reactor, behind
 //! a [`RunGate`]: a bounded number at once, a bounded queue, and `503` with `Retry-After`
-//! beyond it. Request bodies are capped (`413`). A reload discovers the packs again and swaps
-//! the new catalog into a [`CatalogHandle`]; a run keeps the snapshot it was admitted with.
+//! beyond it. A reload discovers the packs again and swaps the new catalog into a
+//! [`CatalogHandle`]; a run keeps the snapshot it was admitted with.
+//!
+//! Safe on a person's machine by default: every request's `Host` must name this server and its
+//! `Origin`, when present, must be this server (`access`); executing and state-changing routes
+//! take only `application/json` bodies, read within a timeout, capped in size and in nesting
+//! (`body`); a server bound beyond loopback needs a bearer token on `/api/`. Connections are
+//! capped and their heads read under hyper's timer (`listen`). `GET /healthz`, `/readyz` and
+//! `/metrics` are for supervisors (`health`, `metrics`); one log line per request names its
+//! route template, status, milliseconds and run outcome, never a body, a token or a path.
 //!
 //! Architecture invariants: thin — the search path, the run pipeline and every JSON answer
 //! shared with the CLI come from `nodetool-frontend`; no route turns a request into a
 //! filesystem lookup, and no answer carries a filesystem path (roots are labelled opaquely,
 //! and errors that would name a path are logged, not answered).
 
+mod access;
 mod api;
+mod body;
 mod delivery;
 mod error;
 mod gate;
+mod health;
+mod listen;
+mod metrics;
 mod page;
 mod runs;
 mod web;
 
-use std::future::Future;
 use std::io::{IsTerminal as _, Write as _};
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::sync::Arc;
-use std::time::Instant;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use axum::Router;
-use axum::extract::{DefaultBodyLimit, Request};
+use axum::extract::{DefaultBodyLimit, MatchedPath, Request};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::{get, post};
@@ -44,18 +57,24 @@ use nodetool_frontend::run::{Isolation, Runner};
 use nodetool_frontend::search::{Environment, PackSources, RootLabels, SourceError};
 use nodetool_runtime::{CatalogHandle, CompiledLookup, SandboxModuleCatalog};
 
+pub use access::{
+    Access, MAX_HEAD_BYTES, MIN_TOKEN_CHARS, PublicHost, RELOAD_HEADER, TOKEN_FILE_ENV, Token,
+};
 pub use api::CONSENT;
+pub use body::MAX_JSON_DEPTH;
 pub use delivery::{
     CONTENT_DIGEST, CONTENT_SHA256, DEPENDENCIES, FILE_ID, HOST_MODULE, INTERNAL, PACK,
     PACK_VERSION, WASM_CONTRACT,
 };
-pub use error::{ApiError, RETRY_AFTER_SECONDS};
+pub use error::{ApiError, RETRY_AFTER_SECONDS, Refused};
 pub use gate::{Admitted, Busy, RunGate};
+pub use listen::{PARSER_HEAD_CEILING, serve};
+pub use metrics::Metrics;
 pub use web::{DEFAULT_WEB_DIR, WebAssets, web_dir};
 
-/// The server's bounds. There is no `Default`: the caller states them ([`ServerConfig::standard`]
-/// is the command line's default set).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// The server's bounds and who it answers. There is no `Default`: the caller states them
+/// ([`ServerConfig::standard`] is the command line's default set).
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ServerConfig {
     /// Runs (and validations, and host calls) executing at once.
     pub max_running: usize,
@@ -63,16 +82,30 @@ pub struct ServerConfig {
     pub max_queued: usize,
     /// The largest request body accepted (`413` beyond).
     pub max_request_bytes: usize,
+    /// The longest a request body may take to arrive, whole (`408` beyond).
+    pub body_timeout: Duration,
+    /// The longest a request head may take to arrive, and a kept-alive connection may stay
+    /// idle (the connection is closed beyond).
+    pub header_timeout: Duration,
+    /// Connections open at once; beyond, new ones wait in the listen backlog.
+    pub max_connections: usize,
+    /// The hosts, origins and token requests are checked against.
+    pub access: Access,
 }
 
 impl ServerConfig {
     /// One run per core, 32 waiting, 16 MiB bodies (host-module inputs go up to 10 MiB of
-    /// bytes, which is 13.4 MiB of base64).
-    pub fn standard(cores: usize) -> ServerConfig {
+    /// bytes, which is 13.4 MiB of base64) arriving within 10 s, heads within 5 s, 256
+    /// connections.
+    pub fn standard(cores: usize, access: Access) -> ServerConfig {
         ServerConfig {
             max_running: cores.max(1),
             max_queued: 32,
             max_request_bytes: 16 * 1024 * 1024,
+            body_timeout: Duration::from_secs(10),
+            header_timeout: Duration::from_secs(5),
+            max_connections: 256,
+            access,
         }
     }
 }
@@ -189,6 +222,32 @@ struct Shared {
     gate: Arc<RunGate>,
     config: ServerConfig,
     web: WebAssets,
+    metrics: Metrics,
+    /// Set when shutdown begins: `/readyz` says so and no new work is admitted.
+    draining: AtomicBool,
+}
+
+/// The run outcome code of an answer (`ok` or a run error code), for the request log line
+/// (response extension).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RunOutcomeCode(pub &'static str);
+
+/// What passes the run gate, as logs and metrics name it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Work {
+    Run,
+    Validate,
+    HostCall,
+}
+
+impl Work {
+    fn as_str(self) -> &'static str {
+        match self {
+            Work::Run => "run",
+            Work::Validate => "validate",
+            Work::HostCall => "host-call",
+        }
+    }
 }
 
 impl AppState {
@@ -220,15 +279,19 @@ impl AppState {
         runner: Arc<Runner>,
     ) -> Result<AppState, SourceError> {
         let catalog = source.load()?;
+        let gate = RunGate::new(config.max_running, config.max_queued);
+        let metrics = Metrics::new(Arc::clone(&gate), runner.pool().cloned());
         Ok(AppState(Arc::new(Shared {
             catalog: CatalogHandle::new(catalog),
             source,
             reloading: tokio::sync::Mutex::new(()),
             runner,
             latest_deadline: std::sync::Mutex::new(None),
-            gate: RunGate::new(config.max_running, config.max_queued),
+            gate,
             config,
             web,
+            metrics,
+            draining: AtomicBool::new(false),
         })))
     }
 
@@ -260,6 +323,7 @@ impl AppState {
         let loaded = tokio::task::spawn_blocking(move || source.load())
             .await
             .map_err(|e| ApiError::Internal(format!("discovery panicked: {e}")))?;
+        self.0.metrics.reloaded(loaded.is_ok());
         match loaded {
             Ok(catalog) => {
                 self.0.catalog.replace(Arc::clone(&catalog));
@@ -279,6 +343,49 @@ impl AppState {
 
     fn gate(&self) -> &Arc<RunGate> {
         &self.0.gate
+    }
+
+    /// Admits `work` at the run gate, or refuses it: `503` when the gate is full or the server
+    /// is draining.
+    async fn admit(&self, work: Work) -> Result<Admitted, ApiError> {
+        let admitted = if self.draining() {
+            Err(ApiError::Draining)
+        } else {
+            self.0.gate.admit().await.map_err(|Busy| ApiError::Busy)
+        };
+        self.0.metrics.gated(work.as_str(), admitted.is_ok());
+        admitted
+    }
+
+    /// What the server counts.
+    pub fn metrics(&self) -> &Metrics {
+        &self.0.metrics
+    }
+
+    /// Whether shutdown has begun.
+    pub fn draining(&self) -> bool {
+        self.0.draining.load(Ordering::Acquire)
+    }
+
+    /// Begins the drain: no new work is admitted, `/readyz` says so, and runs waiting for a
+    /// sandbox worker end now.
+    pub fn begin_draining(&self) {
+        self.0.draining.store(true, Ordering::Release);
+        self.0.runner.drain();
+    }
+
+    /// Why the server should not be sent work now, or `None` when it should.
+    fn unready(&self) -> Option<&'static str> {
+        if self.draining() || self.0.runner.pool().is_some_and(|p| p.draining()) {
+            return Some("draining: the server is shutting down and admits no new work");
+        }
+        if let Some(pool) = self.0.runner.pool()
+            && pool.ready() == 0
+            && self.0.gate.running() == 0
+        {
+            return Some("no sandbox worker is ready (they are starting or being replaced)");
+        }
+        None
     }
 
     /// Compiles what `code` needs on first use and swaps the new catalog in (blocking); the
@@ -310,7 +417,7 @@ impl AppState {
     }
 
     /// How long from now until every admitted run has passed its deadline.
-    fn remaining_deadlines(&self) -> std::time::Duration {
+    pub(crate) fn remaining_deadlines(&self) -> std::time::Duration {
         let latest = *self
             .0
             .latest_deadline
@@ -335,10 +442,15 @@ impl AppState {
     }
 }
 
-/// Every route, the page, the body cap and the request log.
+/// Every route, the page, the body cap, the access guard, CORS when `--allow-origin` names
+/// origins, and the request log.
 pub fn router(state: AppState) -> Router {
     let cap = state.config().max_request_bytes;
-    Router::new()
+    let cors = state.config().access.cors();
+    let mut app = Router::new()
+        .route("/healthz", get(health::healthz))
+        .route("/readyz", get(health::readyz))
+        .route("/metrics", get(health::metrics))
         .route("/", get(page::index))
         .route("/assets/app.js", get(page::script))
         .route("/assets/style.css", get(page::style))
@@ -354,7 +466,11 @@ pub fn router(state: AppState) -> Router {
         .route("/api/host-modules/{id}/{export}", post(runs::host_call))
         .fallback(not_found)
         .method_not_allowed_fallback(method_not_allowed)
-        .layer(DefaultBodyLimit::max(cap))
+        .layer(DefaultBodyLimit::max(cap));
+    if let Some(cors) = cors {
+        app = app.layer(cors);
+    }
+    app.layer(middleware::from_fn_with_state(state.clone(), access::guard))
         .layer(middleware::from_fn(log_request))
         .with_state(state)
 }
@@ -371,56 +487,28 @@ async fn method_not_allowed() -> Response {
         .into_response()
 }
 
-/// One structured line per request: method, path, status, milliseconds.
+/// One line per request: method, route template (never the raw path, which carries ids and
+/// names), status, milliseconds, the run outcome code and the rule a refusal broke. Nothing a
+/// client sent (a body, a header, a token) is in it.
 async fn log_request(request: Request, next: Next) -> Response {
+    if !tracing::enabled!(tracing::Level::INFO) {
+        return next.run(request).await;
+    }
     let started = Instant::now();
     let method = request.method().clone();
-    let path = request.uri().path().to_string();
+    let route = request.extensions().get::<MatchedPath>().cloned();
     let response = next.run(request).await;
+    let extensions = response.extensions();
     tracing::info!(
         %method,
-        path,
+        route = %route.as_ref().map_or("-", MatchedPath::as_str),
         status = response.status().as_u16(),
-        ms = started.elapsed().as_secs_f64() * 1000.0,
+        ms = (started.elapsed().as_secs_f64() * 1000.0 * 100.0).round() / 100.0,
+        outcome = %extensions.get::<RunOutcomeCode>().map_or("-", |c| c.0),
+        refused = %extensions.get::<Refused>().map_or("-", |r| r.0),
         "request"
     );
     response
-}
-
-/// Serves until `shutdown` completes, then stops admitting runs and lets the requests in flight
-/// finish, waiting at most for the longest deadline plus the workers' grace (every run in
-/// flight is bounded by that); whatever is left then is dropped and its workers killed.
-pub async fn serve(
-    listener: tokio::net::TcpListener,
-    state: AppState,
-    shutdown: impl Future<Output = ()> + Send + 'static,
-) -> std::io::Result<()> {
-    let (stopping, stopped) = tokio::sync::oneshot::channel::<()>();
-    let runner = state.runner();
-    let deadlines = state.clone();
-    let grace = runner
-        .pool()
-        .map_or(std::time::Duration::ZERO, |p| p.options().grace);
-    let server = axum::serve(listener, router(state)).with_graceful_shutdown(async move {
-        shutdown.await;
-        let _ = stopping.send(());
-    });
-    let bound = async move {
-        if stopped.await.is_err() {
-            return std::future::pending::<()>().await;
-        }
-        // Runs waiting for a worker end now; runs in flight end by their deadline.
-        runner.drain();
-        let longest = deadlines.remaining_deadlines() + grace;
-        tokio::time::sleep(longest + std::time::Duration::from_millis(200)).await;
-    };
-    tokio::select! {
-        served = server => served,
-        () = bound => {
-            tracing::warn!("requests were still in flight at the end of the shutdown bound; stopping");
-            Ok(())
-        }
-    }
 }
 
 /// Completes on SIGINT or SIGTERM.
@@ -480,6 +568,45 @@ pub struct ServeArgs {
     /// can stop the server.
     #[arg(long)]
     pub in_process: bool,
+    /// A further name the server answers to in the Host header (repeatable): NAME matches any
+    /// port, NAME:PORT only that one. Without one, only localhost and IP addresses with the
+    /// bound port are answered (a DNS-rebinding guard).
+    #[arg(long = "public-host", value_name = "NAME[:PORT]")]
+    pub public_hosts: Vec<PublicHost>,
+    /// An origin whose pages may call the API (repeatable), written as the browser sends it
+    /// (https://app.example); only then are CORS headers sent. Other origins are refused (403).
+    #[arg(long = "allow-origin", value_name = "ORIGIN", value_parser = parse_origin)]
+    pub allow_origins: Vec<String>,
+    /// A file holding the bearer token every /api/ route then requires (default:
+    /// NODETOOL_TOKEN_FILE). Required when --host is not a loopback address.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<PathBuf>,
+    /// How long a request head may take to arrive, and a kept-alive connection may stay idle,
+    /// in milliseconds (default 5000).
+    #[arg(long, value_name = "MS")]
+    pub header_timeout_ms: Option<u64>,
+    /// How long a request body may take to arrive, whole, in milliseconds (default 10000).
+    #[arg(long, value_name = "MS")]
+    pub body_timeout_ms: Option<u64>,
+    /// Connections open at once; beyond it new ones wait (default 256).
+    #[arg(long, value_name = "N")]
+    pub max_connections: Option<usize>,
+    /// Log lines as text for people (default) or JSON for collectors.
+    #[arg(long, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
+}
+
+/// How log lines are written (stderr).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum LogFormat {
+    /// One human-readable line per event.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+fn parse_origin(text: &str) -> Result<String, String> {
+    access::validate_origin(text).map(|()| text.to_string())
 }
 
 #[derive(clap::Parser)]
@@ -546,19 +673,59 @@ pub fn serve_blocking(
     packs: Vec<PathBuf>,
     env: Environment,
 ) -> Result<(), ServeError> {
-    init_logging();
+    init_logging(args.log_format);
+    // Bound first, so the Host rule knows the port (`--port 0` picks one) and a bind beyond
+    // loopback is refused without a token before anything starts.
+    let listener = std::net::TcpListener::bind((args.host.as_str(), args.port))
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|e| {
+            ServeError::Config(format!("cannot listen on {}:{}: {e}", args.host, args.port))
+        })?;
+    let address: SocketAddr = listener
+        .local_addr()
+        .map_err(|e| ServeError::Failed(format!("cannot read the listening address: {e}")))?;
+    let token_file = args.token_file.clone().or_else(|| {
+        std::env::var_os(TOKEN_FILE_ENV)
+            .filter(|v| !v.is_empty())
+            .map(PathBuf::from)
+    });
+    let token = token_file
+        .as_deref()
+        .map(Token::read)
+        .transpose()
+        .map_err(ServeError::Config)?;
+    if token.is_none() && !address.ip().is_loopback() {
+        return Err(ServeError::Config(format!(
+            "listening on {address} (not a loopback address) needs a bearer token, so that only whoever holds it can run code here; {}",
+            access::TOKEN_HOWTO
+        )));
+    }
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    let mut config = ServerConfig::standard(cores);
+    let access = Access {
+        port: address.port(),
+        public_hosts: args.public_hosts.clone(),
+        allow_origins: args.allow_origins.clone(),
+        token,
+    };
+    let mut config = ServerConfig::standard(cores, access);
     if let Some(n) = args.max_runs {
         config.max_running = n.max(1);
     }
     if let Some(n) = args.queue {
         config.max_queued = n;
     }
+    if let Some(ms) = args.header_timeout_ms {
+        config.header_timeout = Duration::from_millis(ms.max(1));
+    }
+    if let Some(ms) = args.body_timeout_ms {
+        config.body_timeout = Duration::from_millis(ms.max(1));
+    }
+    if let Some(n) = args.max_connections {
+        config.max_connections = n.max(1);
+    }
     // npm modules come from the compiler's cache (`nodetool packs compile` fills it); one that
     // nothing compiled yet is `pending-compile`, and a reload picks up what was compiled since.
-    let cache_home = env.cache_home();
-    let cache = nodetool_compiler::Cache::new(nodetool_compiler::cache_root(&cache_home));
+    let cache = nodetool_compiler::Cache::new(nodetool_compiler::cache_root(&env.cache_home()));
     let source = Arc::new(Discovery {
         sources: PackSources {
             explicit: packs,
@@ -578,15 +745,15 @@ pub fn serve_blocking(
     let isolation = if args.in_process {
         Isolation::InProcess
     } else {
-        let mut options = nodetool_frontend::worker::options_from_flags(
-            config.max_running,
-            args.worker_memory_mb,
-            args.grace_ms,
-            args.recycle_after,
+        Isolation::Workers(
+            nodetool_frontend::worker::options_from_flags(
+                config.max_running,
+                args.worker_memory_mb,
+                args.grace_ms,
+                args.recycle_after,
+            )
+            .map_err(ServeError::Config)?,
         )
-        .map_err(ServeError::Config)?;
-        options.artifact_dir = Some(nodetool_frontend::worker::artifact_dir(&cache_home));
-        Isolation::Workers(options)
     };
     let runner = Runner::start(isolation).map_err(|e| {
         ServeError::Failed(format!(
@@ -596,29 +763,32 @@ pub fn serve_blocking(
     if let Some(note) = runner.unenforced() {
         tracing::warn!("{note}");
     }
-    let state = AppState::with_runner(config, source, web, Arc::new(runner))
+    let state = AppState::with_runner(config.clone(), source, web, Arc::new(runner))
         .map_err(|e| ServeError::Config(e.to_string()))?;
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .enable_all()
         .build()
         .map_err(|e| ServeError::Failed(format!("cannot start the async runtime: {e}")))?;
     runtime.block_on(async move {
-        let listener = tokio::net::TcpListener::bind((args.host.as_str(), args.port))
-            .await
-            .map_err(|e| {
-                ServeError::Config(format!("cannot listen on {}:{}: {e}", args.host, args.port))
-            })?;
-        let address: SocketAddr = listener
-            .local_addr()
-            .map_err(|e| ServeError::Failed(format!("cannot read the listening address: {e}")))?;
+        let listener = tokio::net::TcpListener::from_std(listener)
+            .map_err(|e| ServeError::Failed(format!("cannot serve on {address}: {e}")))?;
         // The first stdout line, for people and for whoever started the process on port 0.
         let mut stdout = std::io::stdout();
         let _ = writeln!(stdout, "nodetool-server listening on http://{address}");
         let _ = stdout.flush();
+        let public_hosts: Vec<String> =
+            config.access.public_hosts.iter().map(ToString::to_string).collect();
         tracing::info!(
             %address,
             max_runs = config.max_running,
             queue = config.max_queued,
+            max_connections = config.max_connections,
+            header_timeout_ms = config.header_timeout.as_millis() as u64,
+            body_timeout_ms = config.body_timeout.as_millis() as u64,
+            max_body_bytes = config.max_request_bytes,
+            token = if config.access.token.is_some() { "required on /api/" } else { "none (loopback only)" },
+            public_hosts = public_hosts.join(","),
+            allow_origins = config.access.allow_origins.join(","),
             "listening"
         );
         serve(listener, state, shutdown_signal())
@@ -627,13 +797,21 @@ pub fn serve_blocking(
     })
 }
 
-/// Structured logs on stderr; `RUST_LOG` filters them (default `info`).
-fn init_logging() {
+/// Logs on stderr, as text or JSON lines; `RUST_LOG` filters them (default `info`).
+fn init_logging(format: LogFormat) {
     let filter = tracing_subscriber::EnvFilter::try_from_default_env()
         .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let _ = tracing_subscriber::fmt()
+    let builder = tracing_subscriber::fmt()
         .with_env_filter(filter)
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal())
-        .try_init();
+        .with_writer(std::io::stderr);
+    let _ = match format {
+        LogFormat::Text => builder
+            .with_ansi(std::io::stderr().is_terminal())
+            .try_init(),
+        LogFormat::Json => builder
+            .json()
+            .flatten_event(true)
+            .with_ansi(false)
+            .try_init(),
+    };
 }

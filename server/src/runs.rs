@@ -1,30 +1,33 @@
 //! Work that executes: `POST /api/run`, `POST /api/validate` and
-//! `POST /api/host-modules/{id}/{export}`. Each is admitted through the run gate (a bounded
-//! number at once, `503` beyond the queue) and executes off the async reactor.
+//! `POST /api/host-modules/{id}/{export}`. Each body is checked first (`body::JsonBody`: JSON
+//! only, in time, capped in size and depth), then admitted through the run gate (a bounded
+//! number at once, `503` beyond the queue or while draining), and executes off the async
+//! reactor. Runs and host calls are counted by outcome code and their answers carry it for the
+//! request log line.
 
 use std::time::{Duration, Instant};
 
-use axum::Json;
-use axum::body::Bytes;
-use axum::extract::rejection::BytesRejection;
 use axum::extract::{Path, State};
+use axum::response::{IntoResponse, Response};
+use axum::{Extension, Json};
 use nodetool_frontend::answers;
 use nodetool_frontend::run::BodyRun;
+use nodetool_guest::RunOutcome;
 use nodetool_guest::{CancelToken, Capabilities, RunLimits};
 use nodetool_protocol::catalog::{Declaration, ModuleKind, ResolvedKind};
 use nodetool_protocol::host::host_module;
 use nodetool_protocol::value::Value;
 use serde::Deserialize;
-use serde::de::DeserializeOwned;
 use serde_json::{Value as JsonValue, json};
 
-use crate::AppState;
+use crate::body::JsonBody;
 use crate::error::ApiError;
+use crate::{AppState, RunOutcomeCode, Work};
 
 /// `POST /api/run`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
-struct RunBody {
+pub(crate) struct RunBody {
     /// The Code node body.
     code: String,
     /// The `inputs` object (any JSON; `{"$bytes": ...}` decodes to bytes).
@@ -38,7 +41,7 @@ struct RunBody {
 /// `POST /api/validate`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct ValidateBody {
+pub(crate) struct ValidateBody {
     /// The workflow graph (`{"nodes": [...]}`, or a document with a `graph` object).
     graph: JsonValue,
 }
@@ -46,23 +49,20 @@ struct ValidateBody {
 /// `POST /api/host-modules/{id}/{export}`.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct HostCallBody {
+pub(crate) struct HostCallBody {
     /// The arguments, as JSON with `{"$bytes": ...}` for bytes.
     #[serde(default)]
     args: Vec<JsonValue>,
 }
 
-/// Parses a JSON request body read under the size cap.
-fn parse<T: DeserializeOwned>(
-    body: Result<Bytes, BytesRejection>,
-    cap: usize,
-) -> Result<T, ApiError> {
-    let bytes = body.map_err(|rejection| ApiError::from_body(&rejection, cap))?;
-    serde_json::from_slice(&bytes).map_err(|e| {
-        ApiError::BadRequest(format!(
-            "the request body is not what the route expects: {e}"
-        ))
-    })
+/// The outcome code of a run (`ok` or its error code), counted and put on the answer.
+fn count(state: &AppState, kind: &'static str, outcome: &RunOutcome) -> RunOutcomeCode {
+    let code = match &outcome.result {
+        Ok(_) => "ok",
+        Err(e) => e.code.as_str(),
+    };
+    state.metrics().ran(kind, code, outcome.duration);
+    RunOutcomeCode(code)
 }
 
 /// Cancels a run whose request went away before it finished (a client that disconnected).
@@ -78,11 +78,10 @@ impl Drop for CancelOnDrop {
 
 /// The run route: the same JSON as `nodetool run --json`, status 200 whether the run
 /// succeeded or failed (the request did not).
-pub async fn run(
+pub(crate) async fn run(
     State(state): State<AppState>,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Json<JsonValue>, ApiError> {
-    let request: RunBody = parse(body, state.config().max_request_bytes)?;
+    JsonBody(request): JsonBody<RunBody>,
+) -> Result<Response, ApiError> {
     let mut limits = RunLimits::STANDARD;
     if let Some(ms) = request.timeout_ms {
         let max = RunLimits::STANDARD.timeout.as_millis();
@@ -96,7 +95,7 @@ pub async fn run(
     let inputs = request
         .input
         .map_or(Value::Object(Vec::new()), Value::from_json);
-    let admitted = state.gate().admit().await.map_err(|_| ApiError::Busy)?;
+    let admitted = state.admit(Work::Run).await?;
     tracing::debug!("run admitted");
     state.note_deadline(Instant::now() + limits.timeout);
     // The snapshot is taken once the run is admitted: it is the catalog the run started with,
@@ -105,8 +104,10 @@ pub async fn run(
     let runner = state.runner();
     let cancel = CancelToken::new();
     let mut guard = CancelOnDrop(Some(cancel.clone()));
+    let running = state.clone();
     let outcome = tokio::task::spawn_blocking(move || {
         let _admitted = admitted;
+        let state = running;
         // A shipped pack the body imports compiles now if nothing compiled it yet, as in
         // `nodetool run`.
         let catalog = state.catalog_for(&request.code, catalog);
@@ -124,16 +125,16 @@ pub async fn run(
     .await
     .map_err(|e| ApiError::Internal(format!("a run panicked: {e}")))?;
     guard.0 = None;
-    Ok(Json(answers::run_json(&outcome)))
+    let code = count(&state, "run", &outcome);
+    Ok((Extension(code), Json(answers::run_json(&outcome))).into_response())
 }
 
 /// The validate route: the same JSON as `nodetool validate --json`.
-pub async fn validate(
+pub(crate) async fn validate(
     State(state): State<AppState>,
-    body: Result<Bytes, BytesRejection>,
+    JsonBody(request): JsonBody<ValidateBody>,
 ) -> Result<Json<JsonValue>, ApiError> {
-    let request: ValidateBody = parse(body, state.config().max_request_bytes)?;
-    let admitted = state.gate().admit().await.map_err(|_| ApiError::Busy)?;
+    let admitted = state.admit(Work::Validate).await?;
     let catalog = state.catalog();
     let issues = tokio::task::spawn_blocking(move || {
         let _admitted = admitted;
@@ -148,12 +149,11 @@ pub async fn validate(
 /// The host-module route for the browser runner: one call of `<id>.<export>` through the
 /// host dispatcher, with its checks, limits and messages. The id must be a host module
 /// NodeTool implements and an installed pack (its pinned one) must serve it.
-pub async fn host_call(
+pub(crate) async fn host_call(
     State(state): State<AppState>,
     Path((id, export)): Path<(String, String)>,
-    body: Result<Bytes, BytesRejection>,
-) -> Result<Json<JsonValue>, ApiError> {
-    let request: HostCallBody = parse(body, state.config().max_request_bytes)?;
+    JsonBody(request): JsonBody<HostCallBody>,
+) -> Result<Response, ApiError> {
     let Some(spec) = host_module(&id) else {
         return Err(ApiError::NotFound(format!(
             "\"{id}\" is not a host module NodeTool implements"
@@ -197,7 +197,7 @@ pub async fn host_call(
         "args".to_string(),
         Value::Array(request.args.into_iter().map(Value::from_json).collect()),
     )]);
-    let admitted = state.gate().admit().await.map_err(|_| ApiError::Busy)?;
+    let admitted = state.admit(Work::HostCall).await?;
     let limits = RunLimits::STANDARD;
     state.note_deadline(Instant::now() + limits.timeout);
     let runner = state.runner();
@@ -219,13 +219,16 @@ pub async fn host_call(
     .await
     .map_err(|e| ApiError::Internal(format!("a host call panicked: {e}")))?;
     guard.0 = None;
-    match outcome.result {
-        Ok(value) => Ok(Json(json!({ "result": value.to_json() }))),
+    let code = count(&state, "host-call", &outcome);
+    let answer = match outcome.result {
+        Ok(value) => Json(json!({ "result": value.to_json() })).into_response(),
         // The dispatcher's message, as the guest's Error carried it.
-        Err(e) => Err(ApiError::Unprocessable(
+        Err(e) => ApiError::Unprocessable(
             e.message
                 .strip_prefix("Error: ")
                 .map_or(e.message.clone(), str::to_string),
-        )),
-    }
+        )
+        .into_response(),
+    };
+    Ok((Extension(code), answer).into_response())
 }

@@ -119,7 +119,7 @@ async fn a_run_in_flight_keeps_its_catalog_across_a_reload_that_removes_its_pack
         &state,
         Method::POST,
         "/api/packs/reload",
-        &[],
+        support::RELOAD,
         Body::empty(),
     )
     .await;

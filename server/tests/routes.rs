@@ -655,7 +655,7 @@ async fn reload_swaps_in_what_is_installed_now() {
         &state,
         Method::POST,
         "/api/packs/reload",
-        &[],
+        support::RELOAD,
         Body::empty(),
     )
     .await;
@@ -676,7 +676,7 @@ async fn reload_swaps_in_what_is_installed_now() {
         &state,
         Method::POST,
         "/api/packs/reload",
-        &[],
+        support::RELOAD,
         Body::empty(),
     )
     .await;

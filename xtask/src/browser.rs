@@ -140,28 +140,28 @@ impl Server {
         }
         let current = Arc::new(Mutex::new(Vec::new()));
         let source = Arc::new(FixtureSource(Arc::clone(&current)));
-        let config = ServerConfig {
-            max_running: 2,
-            max_queued: 32,
-            max_request_bytes: 16 * 1024 * 1024,
-        };
-        let state = AppState::with_web(config, source, web).map_err(|e| e.to_string())?;
         let tamper: Tamper = Arc::new(Mutex::new(None));
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()
             .build()
             .map_err(|e| format!("cannot start the async runtime: {e}"))?;
-        let router = nodetool_server::router(state.clone()).layer(middleware::from_fn_with_state(
-            Arc::clone(&tamper),
-            tamper_body,
-        ));
         let listener = runtime
             .block_on(tokio::net::TcpListener::bind(("127.0.0.1", 0)))
             .map_err(|e| format!("cannot listen on loopback: {e}"))?;
         let address = listener
             .local_addr()
             .map_err(|e| format!("cannot read the listening address: {e}"))?;
+        // The server's own Host rule: loopback names and addresses on the bound port.
+        let config = ServerConfig {
+            max_running: 2,
+            ..ServerConfig::standard(2, nodetool_server::Access::loopback(address.port()))
+        };
+        let state = AppState::with_web(config, source, web).map_err(|e| e.to_string())?;
+        let router = nodetool_server::router(state.clone()).layer(middleware::from_fn_with_state(
+            Arc::clone(&tamper),
+            tamper_body,
+        ));
         let (send, receive) = tokio::sync::oneshot::channel::<()>();
         runtime.spawn(async move {
             let _ = axum::serve(listener, router)

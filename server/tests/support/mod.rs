@@ -13,7 +13,7 @@ use axum::body::Body;
 use axum::http::{HeaderMap, Method, Request, StatusCode};
 use nodetool_frontend::search::{Environment, PackSources, RootLabels};
 use nodetool_runtime::NoCompiledModules;
-use nodetool_server::{AppState, CatalogSource, Discovery, ServerConfig};
+use nodetool_server::{Access, AppState, CatalogSource, Discovery, ServerConfig};
 use tempfile::TempDir;
 use tower::ServiceExt;
 
@@ -49,12 +49,23 @@ pub fn copy_dir(from: &Path, to: &Path) {
     }
 }
 
-/// A small configuration for tests: two runs at once, four waiting, 1 MiB bodies.
+/// The port in-process requests claim to reach (their default `Host` is `127.0.0.1:7777`).
+pub const TEST_PORT: u16 = 7777;
+
+/// The headers of a reload as the Packages page sends it.
+pub const RELOAD: &[(&str, &str)] = &[
+    ("content-type", "application/json"),
+    ("x-nodetool-reload", "1"),
+];
+
+/// A small configuration for tests: two runs at once, four waiting, 1 MiB bodies, the
+/// loopback access rules on [`TEST_PORT`].
 pub fn test_config() -> ServerConfig {
     ServerConfig {
         max_running: 2,
         max_queued: 4,
         max_request_bytes: 1024 * 1024,
+        ..ServerConfig::standard(2, Access::loopback(TEST_PORT))
     }
 }
 
@@ -209,7 +220,8 @@ impl Answer {
     }
 }
 
-/// Sends one request through the router in-process.
+/// Sends one request through the router in-process, as from `127.0.0.1` to
+/// `127.0.0.1:`[`TEST_PORT`] (a `host` in `headers` replaces that `Host`).
 pub async fn send(
     state: &AppState,
     method: Method,
@@ -217,10 +229,30 @@ pub async fn send(
     headers: &[(&str, &str)],
     body: impl Into<Body>,
 ) -> Answer {
+    send_from(state, "127.0.0.1:40000", method, uri, headers, body).await
+}
+
+/// [`send`] from the peer address `peer`.
+pub async fn send_from(
+    state: &AppState,
+    peer: &str,
+    method: Method,
+    uri: &str,
+    headers: &[(&str, &str)],
+    body: impl Into<Body>,
+) -> Answer {
     let mut request = Request::builder().method(method).uri(uri);
+    if !headers
+        .iter()
+        .any(|(name, _)| name.eq_ignore_ascii_case("host"))
+    {
+        request = request.header("host", format!("127.0.0.1:{TEST_PORT}"));
+    }
     for (name, value) in headers {
         request = request.header(*name, *value);
     }
+    let peer: std::net::SocketAddr = must(peer.parse(), "parse a peer address");
+    let request = request.extension(axum::extract::ConnectInfo(peer));
     let request = must(request.body(body.into()), "build a request");
     let response = must(
         nodetool_server::router(state.clone())
