@@ -674,16 +674,6 @@ pub fn serve_blocking(
     env: Environment,
 ) -> Result<(), ServeError> {
     init_logging(args.log_format);
-    // Bound first, so the Host rule knows the port (`--port 0` picks one) and a bind beyond
-    // loopback is refused without a token before anything starts.
-    let listener = std::net::TcpListener::bind((args.host.as_str(), args.port))
-        .and_then(|l| l.set_nonblocking(true).map(|()| l))
-        .map_err(|e| {
-            ServeError::Config(format!("cannot listen on {}:{}: {e}", args.host, args.port))
-        })?;
-    let address: SocketAddr = listener
-        .local_addr()
-        .map_err(|e| ServeError::Failed(format!("cannot read the listening address: {e}")))?;
     let token_file = args.token_file.clone().or_else(|| {
         std::env::var_os(TOKEN_FILE_ENV)
             .filter(|v| !v.is_empty())
@@ -694,11 +684,33 @@ pub fn serve_blocking(
         .map(Token::read)
         .transpose()
         .map_err(ServeError::Config)?;
-    if token.is_none() && !address.ip().is_loopback() {
-        return Err(ServeError::Config(format!(
+    let beyond_loopback = |address: &SocketAddr| {
+        ServeError::Config(format!(
             "listening on {address} (not a loopback address) needs a bearer token, so that only whoever holds it can run code here; {}",
             access::TOKEN_HOWTO
-        )));
+        ))
+    };
+    // Refused before anything is bound when the name resolves beyond loopback.
+    if token.is_none() {
+        let resolved = std::net::ToSocketAddrs::to_socket_addrs(&(args.host.as_str(), args.port))
+            .map_err(|e| {
+            ServeError::Config(format!("cannot listen on {}:{}: {e}", args.host, args.port))
+        })?;
+        if let Some(address) = resolved.into_iter().find(|a| !a.ip().is_loopback()) {
+            return Err(beyond_loopback(&address));
+        }
+    }
+    // Bound before anything starts, so the Host rule knows the port (`--port 0` picks one).
+    let listener = std::net::TcpListener::bind((args.host.as_str(), args.port))
+        .and_then(|l| l.set_nonblocking(true).map(|()| l))
+        .map_err(|e| {
+            ServeError::Config(format!("cannot listen on {}:{}: {e}", args.host, args.port))
+        })?;
+    let address: SocketAddr = listener
+        .local_addr()
+        .map_err(|e| ServeError::Failed(format!("cannot read the listening address: {e}")))?;
+    if token.is_none() && !address.ip().is_loopback() {
+        return Err(beyond_loopback(&address));
     }
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
     let access = Access {

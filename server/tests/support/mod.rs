@@ -297,6 +297,15 @@ pub struct ServerProcess {
 
 impl ServerProcess {
     pub fn start(world: &World, extra: &[&str]) -> ServerProcess {
+        ServerProcess::start_with_env(world, extra, &[])
+    }
+
+    /// [`ServerProcess::start`] with further environment variables.
+    pub fn start_with_env(
+        world: &World,
+        extra: &[&str],
+        vars: &[(&str, &std::ffi::OsStr)],
+    ) -> ServerProcess {
         let mut command = Command::new(env!("CARGO_BIN_EXE_nodetool-server"));
         command
             .args(["--host", "127.0.0.1", "--port", "0", "--packs"])
@@ -315,6 +324,9 @@ impl ServerProcess {
             .stderr(Stdio::piped());
         for root in &world.more_roots {
             command.arg("--packs").arg(root);
+        }
+        for (name, value) in vars {
+            command.env(name, value);
         }
         let mut child = must(command.spawn(), "start nodetool-server");
         let stdout = child
@@ -336,6 +348,11 @@ impl ServerProcess {
 
     pub fn url(&self, path: &str) -> String {
         format!("{}{path}", self.base)
+    }
+
+    /// `127.0.0.1:PORT`.
+    pub fn address(&self) -> String {
+        self.base.trim_start_matches("http://").to_string()
     }
 
     /// Sends SIGTERM.
