@@ -18,15 +18,73 @@ function el(tag, attributes, ...children) {
   return node;
 }
 
-async function getJson(url, options) {
-  const response = await fetch(url, options);
-  let body = null;
+// ---------------------------------------------------------------- the token
+
+// A server that listens beyond loopback requires `Authorization: Bearer <token>` on /api/. The
+// page asks for the token once (when an answer is 401) and keeps it for this tab only.
+const TOKEN_KEY = "nodetool-server-token";
+let tokenAsked = null;
+
+function savedToken() {
   try {
-    body = await response.json();
+    return sessionStorage.getItem(TOKEN_KEY) || "";
   } catch (_) {
-    body = null;
+    return "";
   }
-  return { status: response.status, body, retryAfter: response.headers.get("retry-after") };
+}
+
+function authHeaders() {
+  const token = savedToken();
+  return token ? { authorization: "Bearer " + token } : {};
+}
+
+/** Shows the token form and resolves when it is submitted (one form for all callers). */
+function askToken(message) {
+  if (!tokenAsked) {
+    tokenAsked = new Promise((resolve) => {
+      const form = document.getElementById("token-form");
+      const input = document.getElementById("token");
+      document.getElementById("token-message").textContent = message;
+      form.hidden = false;
+      input.value = "";
+      input.focus();
+      form.addEventListener("submit", (event) => {
+        event.preventDefault();
+        const token = input.value.trim();
+        try {
+          sessionStorage.setItem(TOKEN_KEY, token);
+        } catch (_) {
+          // Storage refused: the token lasts until the page is reloaded.
+        }
+        form.hidden = true;
+        tokenAsked = null;
+        resolve(token);
+      }, { once: true });
+    });
+  }
+  return tokenAsked;
+}
+
+async function getJson(url, options) {
+  for (;;) {
+    const headers = { ...((options && options.headers) || {}), ...authHeaders() };
+    const response = await fetch(url, { ...(options || {}), headers });
+    let body = null;
+    try {
+      body = await response.json();
+    } catch (_) {
+      body = null;
+    }
+    if (response.status === 401 && url.startsWith("/api/")) {
+      const asked = savedToken() ? "The token was not accepted; enter it again." : "This server requires its token.";
+      await askToken(asked);
+      // The browser runner was made with the old token: the next run makes a new one.
+      if (browserRunner) browserRunner.then((r) => r.close(), () => {});
+      browserRunner = null;
+      continue;
+    }
+    return { status: response.status, body, retryAfter: response.headers.get("retry-after") };
+  }
 }
 
 // ---------------------------------------------------------------- SKILL.md, rendered safely
@@ -203,7 +261,12 @@ async function loadPacks() {
 async function reload() {
   const status = document.getElementById("reload-status");
   status.textContent = "Reloading…";
-  const answer = await getJson("/api/packs/reload", { method: "POST" });
+  // An operator action: the server accepts it with the token, or from loopback with this header.
+  const answer = await getJson("/api/packs/reload", {
+    method: "POST",
+    headers: { "content-type": "application/json", "x-nodetool-reload": "1" },
+    body: "{}",
+  });
   if (answer.status === 200) {
     status.textContent = `Reloaded: ${answer.body.modules} module(s), ${answer.body.diagnostics} diagnostic(s).`;
     await loadPacks();
@@ -284,7 +347,8 @@ let browserRunner = null;
 /** The browser runner (built into /web/ by `npm run build --prefix web`), loaded on first use. */
 async function runnerInPage() {
   if (!browserRunner) {
-    browserRunner = import("/web/runner.js").then((m) => m.createRunner(), (e) => {
+    // The runner's own requests (deliveries, host calls) carry the token too.
+    browserRunner = import("/web/runner.js").then((m) => m.createRunner({ headers: authHeaders() }), (e) => {
       browserRunner = null;
       throw e;
     });

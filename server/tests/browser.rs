@@ -401,3 +401,110 @@ fn the_playground_runs_guest_host_and_wasm_packs_in_the_browser() {
         "{on_server}"
     );
 }
+
+#[test]
+fn with_a_token_the_page_asks_once_and_both_sides_run_and_reload() {
+    let Some((chromium, runner_built)) = chromium_and_runner() else {
+        return;
+    };
+    let world = World::shipped_packs();
+    let token = "browser-test-token-0123456789";
+    let file = world.tmp.path().join("token");
+    must(std::fs::write(&file, token), "write the token");
+    let file = file.display().to_string();
+    let server = ServerProcess::start(&world, &["--token-file", &file]);
+    let mut page = Page::open(&chromium);
+    let cdp = &mut page;
+    cdp.must("Page.navigate", json!({ "url": server.url("/") }));
+
+    // The first /api/ answer is 401: the page shows its token form.
+    cdp.wait_for(
+        "the token form",
+        "(() => { const f = document.getElementById('token-form'); return f && !f.hidden; })()",
+    );
+    cdp.screenshot("token-form.png");
+    cdp.eval(&format!(
+        "document.getElementById('token').value = {}; document.getElementById('token-form').requestSubmit(); true",
+        js(token)
+    ));
+    let count = cdp.wait_for(
+        "the pack list",
+        "document.querySelector('#packs')?.dataset.loaded ? document.querySelectorAll('article.pack').length : 0",
+    );
+    assert!(count.as_u64().is_some_and(|n| n >= 6), "{count}");
+    assert_eq!(
+        cdp.eval("sessionStorage.getItem('nodetool-server-token')"),
+        json!(token)
+    );
+    assert_eq!(
+        cdp.eval("document.getElementById('token-form').hidden"),
+        json!(true)
+    );
+
+    // Reload is an operator action: the token is enough.
+    cdp.eval("document.getElementById('reload').click(); true");
+    let status = cdp.wait_for(
+        "the reload",
+        "(() => { const t = document.getElementById('reload-status').textContent; return t.startsWith('Reloaded') || t.includes('(') ? t : ''; })()",
+    );
+    assert!(
+        status.as_str().is_some_and(|s| s.starts_with("Reloaded")),
+        "{status}"
+    );
+
+    // Both sides run a body that imports a guest pack and a host pack (the browser's host calls
+    // and deliveries carry the token too).
+    let body = "import { haversine } from \"@nodetool-ai/sandbox-geo\";\nimport Papa from \"@nodetool-ai/sandbox-csv\";\nconst rows = await Papa.parse(\"a,b\\n1,2\");\nreturn { km: Math.round(haversine({lat: 0, lon: 0}, {lat: 0, lon: 1})), rows };";
+    cdp.eval(&format!(
+        "document.getElementById('code').value = {}; document.getElementById('input').value = '{{}}'; document.getElementById('run').click(); true",
+        js(body)
+    ));
+    assert_eq!(
+        cdp.outcome("outcome"),
+        json!("ok"),
+        "{}",
+        cdp.eval("document.getElementById('outcome').textContent")
+    );
+    let expected = json!({ "km": 111, "rows": [{ "a": "1", "b": "2" }] });
+    let on_server = cdp.eval("document.getElementById('result').textContent");
+    let on_server: Value = must(
+        serde_json::from_str(on_server.as_str().unwrap_or("")),
+        "the server's result is JSON",
+    );
+    assert_eq!(on_server, expected);
+    if runner_built {
+        assert_eq!(
+            cdp.outcome("browser-outcome"),
+            json!("ok"),
+            "{}",
+            cdp.eval("document.getElementById('browser-outcome').textContent")
+        );
+        let in_browser = cdp.eval("document.getElementById('browser-result').textContent");
+        let in_browser: Value = must(
+            serde_json::from_str(in_browser.as_str().unwrap_or("")),
+            "the browser's result is JSON",
+        );
+        assert_eq!(in_browser, expected);
+    }
+    cdp.screenshot("token-playground.png");
+    drop(page);
+
+    // Without a token, on loopback, the page's reload carries the header the server asks for.
+    let open = ServerProcess::start(&world, &[]);
+    let mut page = Page::open(&chromium);
+    let cdp = &mut page;
+    cdp.must("Page.navigate", json!({ "url": open.url("/") }));
+    cdp.wait_for(
+        "the pack list",
+        "document.querySelector('#packs')?.dataset.loaded || ''",
+    );
+    cdp.eval("document.getElementById('reload').click(); true");
+    let status = cdp.wait_for(
+        "the reload",
+        "(() => { const t = document.getElementById('reload-status').textContent; return t.startsWith('Reloaded') || t.includes('(') ? t : ''; })()",
+    );
+    assert!(
+        status.as_str().is_some_and(|s| s.starts_with("Reloaded")),
+        "{status}"
+    );
+}

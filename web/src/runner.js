@@ -6,7 +6,7 @@
 const GRACE_MS = 10000;
 const STANDARD_TIMEOUT_MS = 30000;
 
-export function createRunner({ base } = {}) {
+export function createRunner({ base, headers } = {}) {
   const root = new URL(base || ".", import.meta.url);
   let worker = null;
   let next = 0;
@@ -55,7 +55,8 @@ export function createRunner({ base } = {}) {
         resolve({ ok: false, error: { code: "timeout", message: `the run exceeded its ${timeoutMs} ms deadline` }, logs: [] });
       }, (ahead + 1) * (timeoutMs + GRACE_MS) + GRACE_MS);
       waiting.set(id, { resolve, timer });
-      worker.postMessage({ id, request: { ...request, signal: undefined } });
+      // `headers` (e.g. a server's `authorization`) go on every request the worker makes.
+      worker.postMessage({ id, request: { ...request, signal: undefined }, headers: headers || {} });
     });
   }
 

@@ -3,15 +3,19 @@
 import { createRunner } from "./run.js";
 
 const base = new URL(".", self.location.href);
+// Headers the page asked for (a server's `authorization`), added to every delivery and host call.
+let extraHeaders = {};
 const runner = createRunner({
   wasmUrl: new URL("emscripten-module.wasm", base).href,
   wasmWorkerUrl: new URL("wasm-worker.js", base).href,
+  fetchImpl: (url, init = {}) => globalThis.fetch(url, { ...init, headers: { ...(init.headers || {}), ...extraHeaders } }),
 });
 
 let queue = Promise.resolve();
 self.addEventListener("message", (event) => {
-  const { id, request } = event.data || {};
+  const { id, request, headers } = event.data || {};
   queue = queue.then(async () => {
+    extraHeaders = headers && typeof headers === "object" ? headers : {};
     let reply;
     try {
       reply = await runner.run(request || {});
