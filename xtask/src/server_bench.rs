@@ -8,6 +8,12 @@
 //! `"ok":true`, so "errors" means exactly that. `NODETOOL_BENCH_SECONDS` (default 10) sets the
 //! duration. The server logs at `warn` here: a request line per run on stderr is a measurable
 //! cost at these rates.
+//!
+//! `NODETOOL_BENCH_BASELINE=/path/to/an/older/nodetool-server` measures that binary side by
+//! side with this one in the same window: both servers run at once, and each scenario runs
+//! `NODETOOL_BENCH_ROUNDS` times (default 3 with a baseline, else 1) alternating which binary
+//! goes first, then a table gives each binary's median requests/s and p99 and the ratio. Only
+//! flags both binaries know are passed (`--host`, `--port`, `--max-runs`, `--queue`).
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -86,13 +92,42 @@ impl Drop for Server {
     }
 }
 
+/// What one wrk run measured.
+#[derive(Debug, Clone, Copy, Default)]
+struct Measured {
+    requests_per_second: f64,
+    p99_ms: f64,
+}
+
+/// Reads wrk's `Requests/sec:` line and the hook's `latency:` line.
+fn measured(output: &str) -> Measured {
+    let mut m = Measured::default();
+    for line in output.lines() {
+        if let Some(rate) = line.trim().strip_prefix("Requests/sec:") {
+            m.requests_per_second = rate.trim().parse().unwrap_or(0.0);
+        }
+        if let Some(p99) = line
+            .split_whitespace()
+            .find_map(|field| field.strip_prefix("p99="))
+        {
+            m.p99_ms = p99.trim_end_matches("ms").parse().unwrap_or(0.0);
+        }
+    }
+    m
+}
+
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    values.get(values.len() / 2).copied().unwrap_or(0.0)
+}
+
 fn wrk(
     title: &str,
     script: &Path,
     url: &str,
     connections: u32,
     seconds: u32,
-) -> Result<(), String> {
+) -> Result<Measured, String> {
     // wrk needs at least one connection per thread.
     let threads = connections.min(2);
     let command = format!(
@@ -100,7 +135,7 @@ fn wrk(
         script.display()
     );
     println!("\n== {title}\n$ {command}");
-    let status = Command::new("wrk")
+    let output = Command::new("wrk")
         .arg("--latency")
         .arg(format!("-t{threads}"))
         .arg(format!("-c{connections}"))
@@ -108,12 +143,105 @@ fn wrk(
         .args(["--timeout", "10s", "-s"])
         .arg(script)
         .arg(url)
-        .status()
+        .stderr(Stdio::inherit())
+        .output()
         .map_err(|e| format!("cannot run wrk (Debian: apt-get install -y wrk): {e}"))?;
-    if status.success() {
-        Ok(())
+    let text = String::from_utf8_lossy(&output.stdout);
+    print!("{text}");
+    if output.status.success() {
+        Ok(measured(&text))
     } else {
-        Err(format!("wrk failed: {status}"))
+        Err(format!("wrk failed: {}", output.status))
+    }
+}
+
+/// The binaries measured: this build, and the baseline when one is given.
+struct Contender {
+    name: &'static str,
+    binary: PathBuf,
+}
+
+/// One scenario against every contender, `rounds` times, alternating which goes first; the
+/// medians per contender.
+struct Scenario<'a> {
+    title: String,
+    script: &'a Path,
+    path: &'a str,
+    connections: u32,
+}
+
+fn compare(
+    scenario: &Scenario<'_>,
+    servers: &[(&Contender, Server)],
+    rounds: usize,
+    seconds: u32,
+    table: &mut Vec<(String, Vec<(&'static str, Measured)>)>,
+) -> Result<(), String> {
+    let mut results: Vec<Vec<Measured>> = vec![Vec::new(); servers.len()];
+    for round in 0..rounds {
+        let mut order: Vec<usize> = (0..servers.len()).collect();
+        if round % 2 == 1 {
+            order.reverse();
+        }
+        for i in order {
+            let (contender, server) = &servers[i];
+            let title = if servers.len() > 1 {
+                format!(
+                    "{} [{}, round {}]",
+                    scenario.title,
+                    contender.name,
+                    round + 1
+                )
+            } else {
+                scenario.title.clone()
+            };
+            let m = wrk(
+                &title,
+                scenario.script,
+                &format!("{}{}", server.base, scenario.path),
+                scenario.connections,
+                seconds,
+            )?;
+            results[i].push(m);
+        }
+    }
+    let row = servers
+        .iter()
+        .zip(results)
+        .map(|((contender, _), runs)| {
+            (
+                contender.name,
+                Measured {
+                    requests_per_second: median(
+                        runs.iter().map(|m| m.requests_per_second).collect(),
+                    ),
+                    p99_ms: median(runs.iter().map(|m| m.p99_ms).collect()),
+                },
+            )
+        })
+        .collect();
+    table.push((scenario.title.clone(), row));
+    Ok(())
+}
+
+fn print_table(table: &[(String, Vec<(&'static str, Measured)>)], rounds: usize) {
+    println!("\n== summary (median of {rounds} round(s) per binary)");
+    for (title, row) in table {
+        println!("{title}");
+        let base = row.get(1).map(|(_, m)| *m);
+        for (name, m) in row {
+            let ratio = match base {
+                Some(b) if b.requests_per_second > 0.0 && *name != "baseline" => format!(
+                    "  ({:+.1}% requests/s vs baseline)",
+                    (m.requests_per_second / b.requests_per_second - 1.0) * 100.0
+                ),
+                _ => String::new(),
+            };
+            println!(
+                "  {name:>8}: {:>9.0} requests/s  p99 {:>7.2} ms{ratio}",
+                m.requests_per_second, m.p99_ms
+            );
+        }
     }
 }
 
@@ -150,47 +278,96 @@ pub fn run(root: &Path, cargo: impl Fn() -> Command) -> Result<(), String> {
     let module = script("get-module.lua", COUNTING.to_string())?;
 
     let cores = std::thread::available_parallelism().map_or(1, usize::from);
-    println!(
-        "nodetool-server bench: {cores} core(s) shared by the server and wrk; {seconds}s per scenario"
-    );
-    {
-        let server = Server::start(&binary, root, &[])?;
-        println!("server: default bounds (runs at once = cores, queue = 32)");
-        let run = format!("{}/api/run", server.base);
-        for c in [1, 4, 16] {
-            wrk(
-                &format!("POST /api/run, trivial body, {c} connection(s)"),
-                &trivial,
-                &run,
-                c,
-                seconds,
-            )?;
+    let mut contenders = vec![Contender {
+        name: "this",
+        binary,
+    }];
+    if let Some(baseline) = std::env::var_os("NODETOOL_BENCH_BASELINE").filter(|v| !v.is_empty()) {
+        let baseline = PathBuf::from(baseline);
+        if !baseline.is_file() {
+            return Err(format!(
+                "NODETOOL_BENCH_BASELINE names {}, which is not a file",
+                baseline.display()
+            ));
         }
-        wrk(
-            "POST /api/run, body importing @nodetool-ai/sandbox-geo, 16 connections",
-            &geo,
-            &run,
-            16,
-            seconds,
-        )?;
-        wrk(
-            "GET /api/sandbox-modules/@nodetool-ai/sandbox-geo, 16 connections",
-            &module,
-            &format!(
-                "{}/api/sandbox-modules/@nodetool-ai/sandbox-geo",
-                server.base
-            ),
-            16,
-            seconds,
-        )?;
+        contenders.push(Contender {
+            name: "baseline",
+            binary: baseline,
+        });
     }
-    let server = Server::start(&binary, root, &["--max-runs", "2", "--queue", "8"])?;
-    println!("\nserver: --max-runs 2 --queue 8 (the gate's bound is 10 requests)");
-    wrk(
-        "POST /api/run, trivial body, 128 connections (above the bound: the rest must be 503)",
-        &trivial,
-        &format!("{}/api/run", server.base),
-        128,
-        seconds,
-    )
+    let rounds: usize = std::env::var("NODETOOL_BENCH_ROUNDS")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(if contenders.len() > 1 { 3 } else { 1 })
+        .max(1);
+    println!(
+        "nodetool-server bench: {cores} core(s) shared by the server(s) and wrk; {seconds}s per scenario, {rounds} round(s)"
+    );
+    for c in &contenders {
+        println!("{}: {}", c.name, c.binary.display());
+    }
+    let mut table = Vec::new();
+    {
+        let servers = contenders
+            .iter()
+            .map(|c| Server::start(&c.binary, root, &[]).map(|s| (c, s)))
+            .collect::<Result<Vec<_>, String>>()?;
+        println!("server(s): default bounds (runs at once = cores, queue = 32)");
+        for c in [1, 4, 16] {
+            let scenario = Scenario {
+                title: format!("POST /api/run, trivial body, {c} connection(s)"),
+                script: &trivial,
+                path: "/api/run",
+                connections: c,
+            };
+            compare(&scenario, &servers, rounds, seconds, &mut table)?;
+        }
+        let scenario = Scenario {
+            title: "POST /api/run, body importing @nodetool-ai/sandbox-geo, 16 connections".into(),
+            script: &geo,
+            path: "/api/run",
+            connections: 16,
+        };
+        compare(&scenario, &servers, rounds, seconds, &mut table)?;
+        let scenario = Scenario {
+            title: "GET /api/sandbox-modules/@nodetool-ai/sandbox-geo, 16 connections".into(),
+            script: &module,
+            path: "/api/sandbox-modules/@nodetool-ai/sandbox-geo",
+            connections: 16,
+        };
+        compare(&scenario, &servers, rounds, seconds, &mut table)?;
+    }
+    let servers = contenders
+        .iter()
+        .map(|c| {
+            Server::start(&c.binary, root, &["--max-runs", "2", "--queue", "8"]).map(|s| (c, s))
+        })
+        .collect::<Result<Vec<_>, String>>()?;
+    println!("\nserver(s): --max-runs 2 --queue 8 (the gate's bound is 10 requests)");
+    let scenario = Scenario {
+        title:
+            "POST /api/run, trivial body, 128 connections (above the bound: the rest must be 503)"
+                .into(),
+        script: &trivial,
+        path: "/api/run",
+        connections: 128,
+    };
+    compare(&scenario, &servers, rounds, seconds, &mut table)?;
+    drop(servers);
+    print_table(&table, rounds);
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn wrk_output_and_the_hook_line_are_read() {
+        let output = "Running 10s test @ http://127.0.0.1:1/api/run\n  2 threads and 16 connections\nRequests/sec:   5123.45\nTransfer/sec:      1.20MB\nanswers: ok=51234 run-failed=0 503=0 other=0 socket-errors=0\nlatency: p50=2.91ms p90=3.80ms p99=6.02ms max=12.00ms\n";
+        let m = measured(output);
+        assert!((m.requests_per_second - 5123.45).abs() < 1e-9);
+        assert!((m.p99_ms - 6.02).abs() < 1e-9);
+        assert_eq!(median(vec![3.0, 1.0, 2.0]), 2.0);
+    }
 }
