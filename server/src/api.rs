@@ -141,7 +141,8 @@ pub async fn reload(
         &state.config().access,
         request.headers(),
         request.extensions().get::<ConnectInfo<SocketAddr>>(),
-    )?;
+    )
+    .inspect_err(|_| state.metrics().refused("operator"))?;
     let JsonBody(ReloadBody {}) = JsonBody::from_request(request, &state).await?;
     let catalog = state.reload().await?;
     Ok(Json(json!({

@@ -29,17 +29,28 @@ impl<T: DeserializeOwned> FromRequest<AppState> for JsonBody<T> {
     type Rejection = ApiError;
 
     async fn from_request(request: Request, state: &AppState) -> Result<Self, ApiError> {
-        if !is_json(request.headers()) {
-            return Err(ApiError::UnsupportedMediaType);
-        }
-        let config = state.config();
-        let (cap, limit) = (config.max_request_bytes, config.body_timeout);
-        let bytes = tokio::time::timeout(limit, Bytes::from_request(request, state))
+        read(request, state)
             .await
-            .map_err(|_| ApiError::BodyTimeout(limit))?
-            .map_err(|rejection| ApiError::from_body(&rejection, cap))?;
-        parse(&bytes).map(JsonBody)
+            .map(JsonBody)
+            .inspect_err(|refusal| {
+                if let Some(rule) = refusal.rule() {
+                    state.metrics().refused(rule);
+                }
+            })
     }
+}
+
+async fn read<T: DeserializeOwned>(request: Request, state: &AppState) -> Result<T, ApiError> {
+    if !is_json(request.headers()) {
+        return Err(ApiError::UnsupportedMediaType);
+    }
+    let config = state.config();
+    let (cap, limit) = (config.max_request_bytes, config.body_timeout);
+    let bytes = tokio::time::timeout(limit, Bytes::from_request(request, state))
+        .await
+        .map_err(|_| ApiError::BodyTimeout(limit))?
+        .map_err(|rejection| ApiError::from_body(&rejection, cap))?;
+    parse(&bytes)
 }
 
 /// Whether the request says its body is `application/json` (parameters such as `charset`

@@ -14,7 +14,7 @@
 //! | `nodetool_catalog_reloads_total{result}` | reloads, `ok` or `failed` |
 //! | `nodetool_catalog_modules`, `nodetool_catalog_diagnostics` | in the current catalog |
 //! | `nodetool_deliveries_total{answer}` | delivery route answers: `ok` (a body), `not-modified` (`304`), `forbidden`, `not-found` |
-//! | `nodetool_http_refusals_total{rule}` | requests refused before any route ran, by rule (`host`, `origin`, `token`, `head-size`) |
+//! | `nodetool_http_refusals_total{rule}` | requests refused before they reached the gate, by rule (`host`, `origin`, `token`, `head-size`, `content-type`, `body-size`, `body-timeout`, `json-depth`, `malformed`, `operator`) |
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -176,7 +176,7 @@ impl Metrics {
         let refusals = Family::<Label, Counter>::default();
         registry.register(
             "nodetool_http_refusals",
-            "Requests refused before any route ran, by rule.",
+            "Requests refused before they reached the run gate, by rule.",
             refusals.clone(),
         );
         registry.register_collector(Box::new(Live { gate, pool }));

@@ -152,14 +152,14 @@ async fn the_manifests_parse_and_their_probes_ports_and_flags_match_the_server()
         let get = &container[probe]["httpGet"];
         assert_eq!(get["path"], path, "{probe}");
         assert!(
-            get["port"] == name || get["port"] == Value::from(args.port),
+            get["port"] == name || get["port"] == args.port,
             "{probe} port {}",
             get["port"]
         );
     }
     let target = &service["spec"]["ports"][0]["targetPort"];
     assert!(
-        *target == name || *target == Value::from(args.port),
+        *target == name || *target == args.port,
         "the Service targets {target}"
     );
     for (label, value) in service["spec"]["selector"]

@@ -570,6 +570,15 @@ async fn probes_answer_and_metrics_count_runs_refusals_and_deliveries() {
         Body::empty(),
     )
     .await;
+    let _ = send(
+        &state,
+        Method::POST,
+        "/api/packs/reload",
+        &[("content-type", "application/json")],
+        Body::empty(),
+    )
+    .await;
+    let _ = send(&state, Method::POST, "/api/run", &[], "return 1;").await;
 
     let answer = get(&state, "/metrics").await;
     assert_eq!(
@@ -585,6 +594,8 @@ async fn probes_answer_and_metrics_count_runs_refusals_and_deliveries() {
         "nodetool_deliveries_total{answer=\"ok\"} 1",
         "nodetool_deliveries_total{answer=\"not-modified\"} 1",
         "nodetool_http_refusals_total{rule=\"origin\"} 1",
+        "nodetool_http_refusals_total{rule=\"operator\"} 1",
+        "nodetool_http_refusals_total{rule=\"content-type\"} 1",
         "nodetool_catalog_reloads_total{result=\"ok\"} 1",
         "nodetool_run_queue_depth 0",
         "nodetool_runs_running 0",
