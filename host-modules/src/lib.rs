@@ -64,6 +64,17 @@ pub fn implementation(id: &str, export: &str) -> Option<HostFn> {
     Some(f)
 }
 
+/// Whether the native library host module `id` loads at run time is usable on this host:
+/// `None` when the module needs nothing beyond this binary, else `Ok(version)` or `Err` with
+/// the sentence saying what to install. Loading the library is the check (OCR: Tesseract with
+/// its English data, about 100 ms until it first succeeds; a success is remembered).
+pub fn library_status(id: &str) -> Option<Result<String, String>> {
+    match id {
+        "ocr" => Some(ocr::availability()),
+        _ => None,
+    }
+}
+
 /// An export whose result the guest receives packed (see `nodetool_protocol::packed`): the
 /// same result as its [`HostFn`], without a `Value` per string.
 type PackedFn = fn(&[Value]) -> Result<Packed, String>;

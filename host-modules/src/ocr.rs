@@ -1,5 +1,5 @@
-//! `ocr`: text recognition with Tesseract, the system library (Debian's `libtesseract`), through
-//! `tesseract-plumbing`'s safe wrapper.
+//! `ocr`: text recognition with Tesseract, the system library (Debian's `libtesseract5`, from
+//! the `tesseract-ocr` package), loaded at run time through its C API ([`tesseract`]).
 //!
 //! The reference ran tesseract.js on the host and kept its contract: `recognize(imageBytes,
 //! {language = "eng"})` answers `{text, confidence, words: [{text, confidence, bbox: {x, y,
@@ -10,21 +10,27 @@
 //! Untrusted bytes never reach a C decoder: the image is decoded in Rust (the `image` crate:
 //! PNG, JPEG, GIF, BMP, TIFF, WebP, PNM), its size checked from the header before any pixel is
 //! allocated ([`MAX_OCR_PIXELS`], [`MAX_OCR_SIDE`]), flattened onto white and handed to
-//! Tesseract as 8-bit grey pixels. Language data comes from the system (`tesseract-ocr-eng`
-//! and friends); nothing is downloaded. Each call loads its own engine (about 70 ms for
-//! English) and drops it: an engine kept past the call would be reported by Tesseract as a
-//! leak when the process exits, on every `nodetool run`.
+//! Tesseract as 8-bit grey pixels, so Leptonica never decodes anything. Language data comes from
+//! the system (`tesseract-ocr-eng` and friends); nothing is downloaded. Each call loads its own
+//! engine (about 70 ms for English) and drops it: an engine kept past the call would be
+//! reported by Tesseract as a leak when the process exits, on every `nodetool run`.
+//!
+//! Where the library or the language data is missing, `recognize` rejects naming the Debian
+//! packages to install, and [`availability`] says the same for a front end to show beside the
+//! pack (it never runs on a guest's input).
+
+mod tesseract;
 
 use std::collections::HashSet;
 use std::ffi::CString;
 use std::io::Cursor;
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use image::{DynamicImage, ImageDecoder, ImageReader, Limits};
 use nodetool_protocol::value::Value;
-use tesseract_plumbing::TessBaseApi;
 
 use crate::limits::{js_string, option, options_of, require_bytes};
+use tesseract::{Engine, LoadError};
 
 /// Words one call reports.
 pub const MAX_OCR_WORDS: usize = 20_000;
@@ -57,8 +63,64 @@ pub fn recognize(args: &[Value]) -> Result<Value, String> {
     }
     let language = language.to_ascii_lowercase();
     let (pixels, width, height) = decode(bytes)?;
-    let mut engine = engine_for(&language)?;
+    let api = tesseract::api().map_err(|e| format!("{AT}: {}", not_installed(&e, &language)))?;
+    let mut engine = engine_for(api, &language)?;
     read(&mut engine, &pixels, width, height)
+}
+
+/// The Debian package for one language's data (`chi_sim` -> `tesseract-ocr-chi-sim`).
+fn language_package(language: &str) -> String {
+    format!("tesseract-ocr-{}", language.replace('_', "-"))
+}
+
+/// Why Tesseract cannot be used, and what to install (the languages beyond English, whose data
+/// `tesseract-ocr` brings, each name their package).
+fn not_installed(error: &LoadError, language: &str) -> String {
+    let extra: String = language
+        .split('+')
+        .filter(|l| !matches!(*l, "eng" | "osd"))
+        .map(|l| format!(" {}", language_package(l)))
+        .collect();
+    match error {
+        LoadError::NotInstalled { tried, why } => format!(
+            "Tesseract is not installed on this host (none of {tried} loads: {why}; Debian: apt-get install tesseract-ocr{extra})"
+        ),
+        LoadError::MissingSymbol { library, symbol } => format!(
+            "{library} is not a usable Tesseract 4 or 5 library (it has no {symbol}; Debian: apt-get install tesseract-ocr{extra})"
+        ),
+    }
+}
+
+/// Whether `recognize` can work here with its default language: `Ok` naming Tesseract's version
+/// and the library loaded (`Tesseract 5.3.0 (libtesseract.so.5)`), or the sentence saying what
+/// to install. The library is loaded and an English engine built
+/// once (about 100 ms); a success is remembered for the process, a failure is asked again.
+pub fn availability() -> Result<String, String> {
+    static AVAILABLE: OnceLock<String> = OnceLock::new();
+    if let Some(version) = AVAILABLE.get() {
+        return Ok(version.clone());
+    }
+    let api = tesseract::api().map_err(|e| not_installed(&e, "eng"))?;
+    let no_english = || {
+        format!(
+            "Tesseract {} is installed but has no English language data, the default of recognize() (Debian: apt-get install {})",
+            api.version(),
+            language_package("eng")
+        )
+    };
+    let mut engine = api.engine().ok_or_else(no_english)?;
+    // Tesseract's own complaint about missing data would land on the front end's stderr beside
+    // this answer; its messages go nowhere during the probe, then back to stderr.
+    engine.set_variable(c"debug_file", c"/dev/null");
+    let loaded = engine.init(c"eng");
+    engine.set_variable(c"debug_file", c"");
+    drop(engine);
+    if !loaded {
+        return Err(no_english());
+    }
+    Ok(AVAILABLE
+        .get_or_init(|| format!("Tesseract {} ({})", api.version(), api.loaded_as))
+        .clone())
 }
 
 /// `^[a-z_]{3,}(\+[a-z_]{3,})*$`, case-insensitive.
@@ -119,7 +181,7 @@ fn decode(bytes: &[u8]) -> Result<(Vec<u8>, u32, u32), String> {
 
 /// An engine for `language`. Each language of a `+` combination is first checked to load on
 /// its own (once per process), since Tesseract skips one that does not and carries on.
-fn engine_for(language: &str) -> Result<TessBaseApi, String> {
+fn engine_for(api: &'static tesseract::Api, language: &str) -> Result<Engine, String> {
     if language.contains('+') {
         for part in language.split('+') {
             let known = LOADED
@@ -128,23 +190,27 @@ fn engine_for(language: &str) -> Result<TessBaseApi, String> {
                 .as_ref()
                 .is_some_and(|loaded| loaded.contains(part));
             if !known {
-                new_engine(part)?;
+                new_engine(api, part)?;
             }
         }
     }
-    new_engine(language)
+    new_engine(api, language)
 }
 
-fn new_engine(language: &str) -> Result<TessBaseApi, String> {
+fn new_engine(api: &'static tesseract::Api, language: &str) -> Result<Engine, String> {
     let missing = || {
         format!(
-            "{AT}: Tesseract has no language data for \"{language}\" on this host (Debian: apt-get install tesseract-ocr-{})",
-            language.replace('_', "-")
+            "{AT}: Tesseract has no language data for \"{language}\" on this host (Debian: apt-get install {})",
+            language_package(language)
         )
     };
     let code = CString::new(language).map_err(|_| missing())?;
-    let mut engine = TessBaseApi::create();
-    engine.init_2(None, Some(&code)).map_err(|_| missing())?;
+    let mut engine = api
+        .engine()
+        .ok_or_else(|| format!("{AT}: Tesseract could not create an engine"))?;
+    if !engine.init(&code) {
+        return Err(missing());
+    }
     if !language.contains('+') {
         LOADED
             .lock()
@@ -156,29 +222,10 @@ fn new_engine(language: &str) -> Result<TessBaseApi, String> {
 }
 
 /// Recognizes one grey image.
-fn read(engine: &mut TessBaseApi, pixels: &[u8], width: u32, height: u32) -> Result<Value, String> {
-    let failed = |what: &str| format!("{AT}: Tesseract could not {what}");
-    let (w, h) = (
-        i32::try_from(width).map_err(|_| failed("take an image this wide"))?,
-        i32::try_from(height).map_err(|_| failed("take an image this tall"))?,
-    );
-    engine
-        .set_image(pixels, w, h, 1, w)
-        .map_err(|e| failed(&format!("take the image ({e})")))?;
-    engine.recognize().map_err(|_| failed("read the image"))?;
-    let text = engine
-        .get_utf8_text()
-        .map_err(|_| failed("return the text"))?
-        .as_ref()
-        .to_string_lossy()
-        .into_owned();
-    let confidence = engine.mean_text_conf();
-    let tsv = engine
-        .get_tsv_text(0)
-        .map_err(|_| failed("return the words"))?
-        .as_ref()
-        .to_string_lossy()
-        .into_owned();
+fn read(engine: &mut Engine, pixels: &[u8], width: u32, height: u32) -> Result<Value, String> {
+    let (text, confidence, tsv) = engine
+        .read(pixels, width, height)
+        .map_err(|what| format!("{AT}: Tesseract could not {what}"))?;
     let words = words_of(&tsv)?;
     Ok(Value::Object(vec![
         ("text".into(), Value::String(text)),
@@ -363,6 +410,45 @@ mod tests {
         assert_eq!(
             words_of(&many).err().as_deref(),
             Some("ocr.recognize: 20002 words exceeds the 20000 word limit")
+        );
+    }
+
+    #[test]
+    fn a_missing_library_names_what_to_install() {
+        let error = tesseract::load(&["libnodetool-test-no-such-tesseract.so.5"])
+            .err()
+            .unwrap_or_else(|| panic!("a library that does not exist loaded"));
+        let message = not_installed(&error, "eng");
+        assert!(
+            message.starts_with(
+                "Tesseract is not installed on this host (none of libnodetool-test-no-such-tesseract.so.5 loads: "
+            ),
+            "{message}"
+        );
+        assert!(
+            message.ends_with("; Debian: apt-get install tesseract-ocr)"),
+            "{message}"
+        );
+        // Each language beyond English is its own package.
+        assert!(
+            not_installed(&error, "eng+deu+chi_sim").ends_with(
+                "apt-get install tesseract-ocr tesseract-ocr-deu tesseract-ocr-chi-sim)"
+            ),
+        );
+    }
+
+    #[test]
+    fn the_library_loads_at_run_time_where_it_is_installed() {
+        let version = availability().unwrap_or_else(|e| panic!("{e}"));
+        assert!(
+            version.starts_with("Tesseract 4.") || version.starts_with("Tesseract 5."),
+            "{version}"
+        );
+        let api = tesseract::api().unwrap_or_else(|e| panic!("{e:?}"));
+        assert!(
+            api.loaded_as.starts_with("libtesseract"),
+            "{}",
+            api.loaded_as
         );
     }
 
