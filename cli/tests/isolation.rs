@@ -146,6 +146,51 @@ fn the_worker_ceiling_bounds_what_a_run_allocates() {
     assert_eq!(answer["result"].as_str().map(str::len), Some(7_000_000));
 }
 
+#[test]
+fn a_ten_million_deep_object_chain_is_memory_limit() {
+    let (answer, elapsed) = run_json(
+        "let o = null; for (let i = 0; i < 1e7; i++) o = { o }; return 1;",
+        &[],
+    );
+    assert_eq!(code_of(&answer), "memory-limit", "{answer}");
+    assert!(elapsed < Duration::from_secs(30), "took {elapsed:?}");
+}
+
+#[test]
+fn a_workspace_write_loop_stops_at_the_runs_quota() {
+    let home = Home::new();
+    let workspace = home.path().join("workspace");
+    must(fs::create_dir_all(&workspace), "create the workspace");
+    let body = home.body(
+        "write.js",
+        "const big = 'x'.repeat(8 * 1024 * 1024);
+for (let i = 0; ; i++) await workspace.writeText('f' + i, big);",
+    );
+    let out = must(
+        home.command(&[
+            "run",
+            &body.to_string_lossy(),
+            "--json",
+            "--workspace",
+            &workspace.to_string_lossy(),
+        ])
+        .output(),
+        "run nodetool",
+    );
+    let answer: Value = must(serde_json::from_slice(&out.stdout), "read the answer");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("write quota (256 MiB)"), "{answer}");
+    let written: u64 = fs::read_dir(&workspace)
+        .map(|d| {
+            d.flatten()
+                .filter_map(|e| e.metadata().ok())
+                .map(|m| m.len())
+                .sum()
+        })
+        .unwrap_or(0);
+    assert!(written <= 256 * 1024 * 1024, "{written} bytes on disk");
+}
+
 /// The pids of `parent`'s child processes (from `/proc`).
 fn children(parent: u32) -> Vec<u32> {
     let mut pids = Vec::new();

@@ -361,3 +361,43 @@ fn a_shipped_guest_pack_compiles_on_first_use_as_in_nodetool_run() {
         );
     }
 }
+
+#[test]
+fn a_client_that_goes_away_cancels_its_run_and_frees_the_slot() {
+    use std::io::Write as _;
+    let world = World::shipped_packs();
+    let mut server = ServerProcess::start(&world, &["--max-runs", "1"]);
+    let _logs = stderr_lines(&mut server);
+    let address = server
+        .base
+        .trim_start_matches("http://")
+        .trim_end_matches('/')
+        .to_string();
+    // A run that would hold the only slot for 20 s, from a client that then hangs up.
+    for code in [
+        "for (;;) {}",
+        "const a = []; a.length = 2 ** 32 - 1; a.reverse();",
+    ] {
+        let body = json!({ "code": code, "timeoutMs": 20000 }).to_string();
+        let mut stream = must(std::net::TcpStream::connect(&address), "connect");
+        let request = format!(
+            "POST /api/run HTTP/1.1\r\nhost: {address}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        must(stream.write_all(request.as_bytes()), "send the run");
+        std::thread::sleep(Duration::from_millis(400));
+        drop(stream);
+        let started = Instant::now();
+        let (status, answer) = post_run(&server, &json!({ "code": "return 1;" }));
+        assert_eq!(
+            (status, answer["result"].clone()),
+            (200, json!(1)),
+            "{answer}"
+        );
+        assert!(
+            started.elapsed() < Duration::from_secs(3),
+            "{code}: the next run waited {:?}",
+            started.elapsed()
+        );
+    }
+}
