@@ -1,30 +1,58 @@
 //! `nodetool packs compile` and compile-on-first-use of shipped guest packs in `nodetool run`.
 //!
-//! Both go through `nodetool_compiler`; this module only picks the cache root, the entries and
-//! renders progress (a bar per module on a terminal, one outcome line per module, or one JSON
-//! object).
+//! Both go through `nodetool_compiler`, after installing the shipped packs' npm libraries when
+//! they are missing (`nodetool_frontend::first_use::install_missing_libraries`: `npm ci
+//! --ignore-scripts` from the shipped packs' lockfile); this module only picks the cache root,
+//! the entries and the npm executable, and renders progress (npm's lines and a bar per module on
+//! stderr, one outcome line per module, or one JSON object).
 
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use nodetool_compiler::{Cache, Compiler, NpmEntry, Outcome, Report, Stage, npm_entries};
 use nodetool_discovery::{DiscoveredCatalog, SearchRoot};
-use nodetool_frontend::first_use::{self, FirstUseEvent};
-use nodetool_frontend::search::PackSources;
+use nodetool_frontend::first_use::{self, FirstUseEvent, InstallEvent};
+use nodetool_frontend::search::{Environment, PackSources};
 
 /// The compiler's cache: `$XDG_CACHE_HOME/nodetool/sandbox-modules`, else under
-/// `$HOME/.cache`.
-pub(crate) fn cache() -> Cache {
-    let var = |name: &str| {
-        std::env::var_os(name)
-            .filter(|v| !v.is_empty())
-            .map(PathBuf::from)
-    };
-    let home = var("XDG_CACHE_HOME")
-        .or_else(|| var("HOME").map(|h| h.join(".cache")))
-        .unwrap_or_else(|| PathBuf::from(".cache"));
-    Cache::new(nodetool_compiler::cache_root(&home))
+/// `$HOME/.cache`; an error naming the variables without either.
+pub(crate) fn cache(env: &Environment) -> Result<Cache, String> {
+    let home = env.cache_dir().map_err(|e| e.to_string())?;
+    Ok(Cache::new(nodetool_compiler::cache_root(&home)))
+}
+
+/// The npm that installs the shipped packs' libraries: `NODETOOL_NPM`, else `npm` on `PATH`.
+pub(crate) fn npm() -> PathBuf {
+    std::env::var_os("NODETOOL_NPM")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| PathBuf::from("npm"), PathBuf::from)
+}
+
+/// Reports an install of the shipped packs' npm libraries on stderr (npm's own lines only when
+/// `quiet` is off or `NODETOOL_VERBOSE` is set).
+fn install_progress(quiet: bool) -> impl FnMut(InstallEvent<'_>) {
+    let verbose = !quiet || std::env::var_os("NODETOOL_VERBOSE").is_some();
+    move |event| match event {
+        InstallEvent::Installing { root, missing } => errln!(
+            "installing the npm libraries the shipped packs bundle ({} missing) into {}, by name and version from its package-lock.json with install scripts disabled (npm ci --ignore-scripts)",
+            missing.join(", "),
+            root.join("node_modules").display()
+        ),
+        InstallEvent::Npm(line) => {
+            if verbose {
+                errln!("  npm: {line}");
+            }
+        }
+        InstallEvent::Installed { elapsed, .. } => {
+            errln!("installed in {}", seconds(elapsed));
+        }
+    }
+}
+
+fn seconds(elapsed: Duration) -> String {
+    format!("{:.1} s", elapsed.as_secs_f64())
 }
 
 /// Draws one module's progress on stderr when it is a terminal.
@@ -158,30 +186,42 @@ pub(crate) fn print_outcome(entry: &NpmEntry, report: &Report) {
     }
 }
 
-/// `nodetool packs compile [--json]`: every npm entry on the search path. Returns whether
-/// every module was admitted and stored.
+/// `nodetool packs compile [--json]`: every npm entry on the search path, after installing the
+/// shipped packs' npm libraries if they are missing (an entry whose library could not be
+/// installed is left out, and the answer is a failure). Returns whether every module was
+/// admitted and stored.
 pub(crate) fn packs_compile(
     roots: &[SearchRoot],
     cache: &Cache,
     json: bool,
+    npm: &std::path::Path,
 ) -> Result<bool, String> {
-    let compiled = compile_entries(npm_entries(roots), cache, &mut |entry, report| {
+    let mut entries = npm_entries(roots);
+    let mut installed = true;
+    if let Err(e) = first_use::install_missing_libraries(&entries, npm, &mut install_progress(json))
+    {
+        errln!("nodetool: {e}");
+        installed = false;
+        entries.retain(|entry| !first_use::library_missing(entry));
+    }
+    let compiled = compile_entries(entries, cache, &mut |entry, report| {
         if !json {
             print_outcome(entry, report);
         }
     })?;
-    let ok = compiled.iter().all(|(_, r)| admitted(r));
+    let ok = installed && compiled.iter().all(|(_, r)| admitted(r));
     if json {
         let modules: Vec<_> = compiled.iter().map(|(e, r)| module_json(e, r)).collect();
         outln!("{}", serde_json::json!({ "modules": modules }));
-    } else if compiled.is_empty() {
+    } else if compiled.is_empty() && installed {
         outln!("no npm modules on the pack search path");
     }
     Ok(ok)
 }
 
-/// Compiles the shipped guest packs `code` imports that are not compiled yet (progress on
-/// stderr). Returns whether anything was compiled, so the caller discovers again.
+/// Compiles the shipped guest packs `code` imports that are not compiled yet, installing their
+/// npm libraries first when missing (progress on stderr). Returns whether anything was
+/// compiled, so the caller discovers again.
 pub(crate) fn first_use(
     code: &str,
     catalog: &DiscoveredCatalog,
@@ -190,7 +230,8 @@ pub(crate) fn first_use(
 ) -> bool {
     let entries = first_use::pending_entries(code, catalog, roots);
     let mut progress: Option<Progress> = None;
-    first_use::compile_entries(&entries, cache, &mut |event| match event {
+    let mut installs = install_progress(false);
+    let events = &mut |event: FirstUseEvent<'_>| match event {
         FirstUseEvent::Compiling(entry) => {
             errln!(
                 "compiling {} ({}) on first use; `nodetool packs compile` does this ahead of time",
@@ -225,7 +266,8 @@ pub(crate) fn first_use(
             }
         }
         FirstUseEvent::Failed(e) => errln!("nodetool: {e}"),
-    })
+    };
+    first_use::compile_entries_with(&entries, cache, &npm(), events, &mut installs)
 }
 
 /// What `nodetool run` needs to compile on first use and discover again.
@@ -248,6 +290,6 @@ impl FirstUse<'_> {
         if !first_use(code, catalog, &roots, self.cache) {
             return None;
         }
-        self.sources.discover(self.trusted, self.cache).ok()
+        self.sources.discover_for_run(self.trusted, self.cache).ok()
     }
 }

@@ -13,9 +13,12 @@ use crate::compile;
 
 /// The installer for this environment's installed root.
 pub(crate) fn installer(env: &Environment) -> Result<Installer, String> {
-    let dir = env.install_dir().ok_or(
-        "the installed root is unknown: set HOME or XDG_DATA_HOME (packs install into $XDG_DATA_HOME/nodetool/packs)",
-    )?;
+    let dir = env.install_dir().ok_or_else(|| {
+        env.data_home()
+            .err()
+            .map(|e| e.to_string())
+            .unwrap_or_default()
+    })?;
     let mut installer = Installer::new(dir);
     if let Some(npm) = std::env::var_os("NODETOOL_NPM").filter(|v| !v.is_empty()) {
         installer.npm = npm.into();
@@ -93,7 +96,7 @@ pub(crate) fn install(env: &Environment, spec: &str, json: bool) -> Result<bool,
             .into_iter()
             .filter(|e| e.pack_name == record.pack_name)
             .collect();
-        let compiled = compile::compile_entries(entries, &compile::cache(), &mut |e, r| {
+        let compiled = compile::compile_entries(entries, &compile::cache(env)?, &mut |e, r| {
             if !json {
                 compile::print_outcome(e, r);
             }

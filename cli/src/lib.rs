@@ -44,6 +44,7 @@ macro_rules! err {
 }
 
 mod compile;
+mod info;
 mod install;
 mod render;
 
@@ -69,6 +70,7 @@ use nodetool_runtime::codeact::{self, Allowlist};
 /// The largest response body `fetch` accepts in a CLI run.
 const MAX_FETCH_RESPONSE_BYTES: usize = 10 * 1024 * 1024;
 
+/// `--version` names the engines too ([`info::version_text`], set when the command is built).
 #[derive(Parser)]
 #[command(
     name = "nodetool",
@@ -110,6 +112,13 @@ enum Command {
     Codeact(CodeactCommand),
     /// Serve the packs, runs over HTTP and the Packages page (the `nodetool-server` binary).
     Serve(nodetool_server::ServeArgs),
+    /// This binary's version and engines, the pack search path, the directories it uses, the
+    /// browser runner it serves and whether OCR works here. Writes nothing.
+    Info {
+        /// Print one JSON object.
+        #[arg(long)]
+        json: bool,
+    },
 }
 
 #[derive(Args)]
@@ -169,7 +178,8 @@ impl IsolationArgs {
                 None,
             )
             .map_err(Failure::Usage)?;
-            options.artifact_dir = Some(nodetool_frontend::worker::artifact_dir(&env.cache_home()));
+            let cache = env.cache_dir().map_err(|e| Failure::Usage(e.to_string()))?;
+            options.artifact_dir = Some(nodetool_frontend::worker::artifact_dir(&cache));
             Isolation::Workers(options)
         };
         Runner::start(isolation).map_err(|e| {
@@ -288,7 +298,11 @@ pub fn main() -> ExitCode {
     if let Some(code) = nodetool_frontend::worker::run_if_worker() {
         return code;
     }
-    let cli = match Cli::try_parse() {
+    let command = <Cli as clap::CommandFactory>::command().version(info::version_text());
+    let parsed = command
+        .try_get_matches()
+        .and_then(|matches| <Cli as clap::FromArgMatches>::from_arg_matches(&matches));
+    let cli = match parsed {
         Ok(cli) => cli,
         Err(e) => return usage_error(&e),
     };
@@ -366,7 +380,14 @@ fn dispatch(cli: Cli) -> Outcome {
             );
             Ok(())
         }
+        Command::Info { json } => {
+            info::info(cli.packs, &env, json);
+            Ok(())
+        }
         Command::Serve(args) => {
+            // Every directory is settled before anything starts, so nothing is ever written
+            // into the current directory.
+            env.dirs().map_err(|e| Failure::Usage(e.to_string()))?;
             nodetool_server::serve_blocking(args, cli.packs, env).map_err(|e| match e {
                 nodetool_server::ServeError::Config(message) => Failure::Usage(message),
                 nodetool_server::ServeError::Failed(message) => {
@@ -397,10 +418,20 @@ fn dispatch(cli: Cli) -> Outcome {
                 .map_err(|e| Failure::Usage(e.to_string()))?;
             // Compiled npm modules come from the compiler's cache; an entry nothing compiled yet
             // is `pending-compile`.
-            let cache = compile::cache();
-            let catalog = sources
-                .discover(&trusted, &cache)
-                .map_err(|e| Failure::Usage(e.to_string()))?;
+            let cache = compile::cache(&env).map_err(Failure::Usage)?;
+            // What lists diagnostics checks the host modules' native libraries too (loading
+            // Tesseract takes about 100 ms, which a run does not pay: its call says what is
+            // missing).
+            let lists = matches!(
+                command,
+                Command::Packs(PacksCommand::List { .. } | PacksCommand::Doctor)
+            );
+            let catalog = if lists {
+                sources.discover(&trusted, &cache)
+            } else {
+                sources.discover_for_run(&trusted, &cache)
+            }
+            .map_err(|e| Failure::Usage(e.to_string()))?;
             match command {
                 Command::Run(args) => run(
                     args,
@@ -413,7 +444,7 @@ fn dispatch(cli: Cli) -> Outcome {
                 ),
                 Command::Packs(PacksCommand::Compile { json }) => {
                     let roots = sources.roots().map_err(|e| Failure::Usage(e.to_string()))?;
-                    match compile::packs_compile(&roots, &cache, json) {
+                    match compile::packs_compile(&roots, &cache, json, &compile::npm()) {
                         Ok(true) => Ok(()),
                         Ok(false) => Err(Failure::Failed),
                         Err(message) => {
@@ -482,6 +513,7 @@ fn dispatch(cli: Cli) -> Outcome {
                 }
                 Command::Schema
                 | Command::Serve(_)
+                | Command::Info { .. }
                 | Command::Packs(
                     PacksCommand::Allow { .. }
                     | PacksCommand::Disallow { .. }
@@ -685,7 +717,9 @@ fn packs_docs(specifier: &str, catalog: &DiscoveredCatalog) -> Outcome {
 fn set_trust(env: &Environment, name: &str, allowed: bool) -> Outcome {
     nodetool_protocol::names::check_package_name(name)
         .map_err(|e| Failure::Usage(format!("{name:?} {e}")))?;
-    let path = env.allowlist_path();
+    let path = env
+        .allowlist_path()
+        .map_err(|e| Failure::Usage(e.to_string()))?;
     let mut set = trust::read_allowlist(&path).map_err(Failure::Usage)?;
     let changed = if allowed {
         set.insert(name.to_string())

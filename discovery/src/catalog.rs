@@ -361,6 +361,13 @@ impl DiscoveredCatalog {
         }
     }
 
+    /// Adds statuses only the front end can know, after discovery (a host module's native
+    /// library is missing on this host: discovery loads no library). They are reported with
+    /// the rest and change nothing that resolves.
+    pub fn add_diagnostics(&mut self, statuses: impl IntoIterator<Item = Status>) {
+        self.diagnostics.extend(statuses);
+    }
+
     fn graph_file(pack: &PackDiscovery, id: &str) -> Option<GraphFile> {
         pack.files.get(id).map(|f| GraphFile {
             id: f.id.clone(),

@@ -90,6 +90,9 @@ pub fn advice(code: StatusCode) -> &'static str {
         SkillMissing | SkillInvalid => {
             "Add or fix SKILL.md so agents can discover the pack (its modules work either way)."
         }
+        HostLibraryMissing => {
+            "Install what the message names on the host that runs the sandbox; the module resolves meanwhile, but its calls fail."
+        }
         ModuleNotFound | ModuleUnavailable | VersionMismatch | ContentDigestMismatch => {
             "Check the workflow's imports against `nodetool packs list`."
         }

@@ -21,4 +21,5 @@ pub mod first_use;
 pub mod install;
 pub mod run;
 pub mod search;
+pub mod shipped;
 pub mod worker;

@@ -213,6 +213,11 @@ status_codes! {
     SkillMissing = "skill-missing",
     /// The pack's SKILL.md is unreadable, over its cap, or malformed (modules still work).
     SkillInvalid = "skill-invalid",
+    // The front end: what only the host that runs the module can know.
+    /// A host module's native library, or the data it needs, is not installed on this host
+    /// (the OCR pack without Tesseract or its English data). The module still resolves; its
+    /// calls fail naming what to install. Never produced by discovery, which loads no library.
+    HostLibraryMissing = "host-library-missing",
     // Resolution.
     /// No installed pack offers the specifier.
     ModuleNotFound = "module-not-found",

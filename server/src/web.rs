@@ -2,6 +2,13 @@
 //! QuickJS's `emscripten-module.wasm`). The files are read once, when the server starts, from
 //! one flat directory and served from memory, so no request turns into a filesystem lookup. A
 //! server whose runner was not built answers `404` saying how to build it.
+//!
+//! The directory is found relative to the executable ([`runner_dirs_beside`]), never through a
+//! path of the machine it was built on: a runner copied beside the binary, one under an install
+//! prefix's `share/nodetool/web`, or the `web/dist` of the checkout whose `target/` holds the
+//! binary. The runner is built by npm, not embedded by `cargo build`: embedding would make every
+//! build of the Rust workspace need Node.js, npm and the registry, for a page most uses of the
+//! CLI never open.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -14,12 +21,13 @@ use axum::response::{IntoResponse, Response};
 use crate::AppState;
 use crate::error::ApiError;
 
-/// Where the runner is built by default: `<repo>/web/dist` of the checkout this server was
-/// built from.
+/// Where `npm run build --prefix web` writes the runner in this source tree (the tests and
+/// `cargo xtask` read it there). The server itself never uses this path; it looks beside its
+/// executable ([`web_dir`]).
 pub const DEFAULT_WEB_DIR: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../web/dist");
 
 /// How to build the runner, as the answers say it.
-pub const BUILD_HINT: &str = "the browser runner is not built: run `npm ci --ignore-scripts --prefix web && npm run build --prefix web` in the repository, then restart the server (or point --web-dir / NODETOOL_WEB_DIR at a built runner)";
+pub const BUILD_HINT: &str = "the browser runner is not built: run `npm ci --ignore-scripts --prefix web && npm run build --prefix web` in the repository (a binary in its target/ finds web/dist), or copy a built web/dist to <directory of the binary>/../share/nodetool/web, then restart the server (or point --web-dir / NODETOOL_WEB_DIR at a built runner; `nodetool info` shows where it looks)";
 
 /// The most a built runner may weigh in memory (it is about 1 MiB).
 const MAX_TOTAL_BYTES: u64 = 32 * 1024 * 1024;
@@ -105,11 +113,41 @@ impl WebAssets {
     }
 }
 
-/// The directory the runner is read from: `--web-dir`, else `NODETOOL_WEB_DIR`, else
-/// [`DEFAULT_WEB_DIR`].
+/// The directory the runner is read from: `--web-dir`, else `NODETOOL_WEB_DIR`, else the first
+/// of [`runner_dirs_beside`] the running executable that holds a built runner (else the first
+/// of them, so the answer says where one would be read from).
 pub fn web_dir(flag: Option<PathBuf>, env: Option<std::ffi::OsString>) -> PathBuf {
     flag.or_else(|| env.filter(|v| !v.is_empty()).map(PathBuf::from))
-        .unwrap_or_else(|| PathBuf::from(DEFAULT_WEB_DIR))
+        .unwrap_or_else(|| {
+            let candidates = std::env::current_exe()
+                .map(|exe| runner_dirs_beside(&exe))
+                .unwrap_or_default();
+            candidates
+                .iter()
+                .find(|dir| dir.join("runner.js").is_file())
+                .or(candidates.first())
+                .cloned()
+                .unwrap_or_default()
+        })
+}
+
+/// Where a built runner is looked for, relative to the executable `exe`, in order:
+/// `<bin>/web` (copied beside the binary), `<bin>/../share/nodetool/web` (an install prefix:
+/// `~/.cargo/bin/nodetool` reads `~/.cargo/share/nodetool/web`), `<bin>/../../web/dist` (the
+/// binary in a checkout's `target/<profile>/`).
+pub fn runner_dirs_beside(exe: &Path) -> Vec<PathBuf> {
+    let mut ancestors = exe.ancestors().skip(1);
+    let bin = ancestors.next();
+    let prefix = ancestors.next();
+    let checkout = ancestors.next();
+    [
+        bin.map(|d| d.join("web")),
+        prefix.map(|d| d.join("share/nodetool/web")),
+        checkout.map(|d| d.join("web/dist")),
+    ]
+    .into_iter()
+    .flatten()
+    .collect()
 }
 
 fn safe_name(name: &str) -> bool {
@@ -156,4 +194,41 @@ pub async fn asset(State(state): State<AppState>, UrlPath(name): UrlPath<String>
         ),
     ];
     (StatusCode::OK, headers, bytes.to_vec()).into_response()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_runner_is_looked_for_beside_the_executable() {
+        assert_eq!(
+            runner_dirs_beside(Path::new("/opt/nodetool/bin/nodetool")),
+            [
+                PathBuf::from("/opt/nodetool/bin/web"),
+                PathBuf::from("/opt/nodetool/share/nodetool/web"),
+                PathBuf::from("/opt/web/dist"),
+            ]
+        );
+        assert_eq!(
+            runner_dirs_beside(Path::new("/src/checkout/target/release/nodetool"))[2],
+            PathBuf::from("/src/checkout/web/dist")
+        );
+    }
+
+    #[test]
+    fn the_flag_wins_then_the_variable_then_the_executable() {
+        assert_eq!(
+            web_dir(Some("/a".into()), Some("/b".into())),
+            PathBuf::from("/a")
+        );
+        assert_eq!(web_dir(None, Some("/b".into())), PathBuf::from("/b"));
+        let exe = std::env::current_exe().unwrap_or_default();
+        let found = web_dir(None, Some("".into()));
+        assert!(
+            runner_dirs_beside(&exe).contains(&found),
+            "{}",
+            found.display()
+        );
+    }
 }

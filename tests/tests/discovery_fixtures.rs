@@ -288,6 +288,26 @@ fn resolution_statuses(catalog: &DiscoveredCatalog) -> Vec<Status> {
     resolution.statuses
 }
 
+/// The shipped OCR pack on a host whose Tesseract is missing: the front end's warning
+/// (discovery loads no library, so it never produces this code itself).
+fn host_library_statuses() -> Vec<Status> {
+    let shipped = [SearchRoot {
+        path: Path::new(env!("CARGO_MANIFEST_DIR")).join("../packs"),
+        kind: RootKind::Shipped,
+        label: "shipped packs".into(),
+    }];
+    let catalog = discover_catalog(
+        &shipped,
+        &DiscoveryOptions {
+            compiled: &nodetool_runtime::NoCompiledModules,
+            trusted_packs: &BTreeSet::new(),
+        },
+    );
+    nodetool_frontend::search::host_library_statuses(&catalog, &|id| {
+        (id == "ocr").then(|| "Tesseract is not installed on this host".to_string())
+    })
+}
+
 /// An authored JavaScript file one KiB over its cap.
 fn file_too_large_statuses() -> Vec<Status> {
     let root = temp_root();
@@ -712,6 +732,7 @@ fn expected_level(code: StatusCode) -> StatusLevel {
         NpmModuleWarning
         | SkillMissing
         | SkillInvalid
+        | HostLibraryMissing
         | VersionMismatch
         | ContentDigestMismatch => StatusLevel::Warning,
         PendingCompile
@@ -733,6 +754,7 @@ fn every_status_code_is_produced() {
     seen.extend(resolution_statuses(&catalog));
     seen.extend(file_too_large_statuses());
     seen.extend(pack_too_large_statuses());
+    seen.extend(host_library_statuses());
 
     for status in &seen {
         assert_eq!(status.status, expected_level(status.code), "{status:#?}");

@@ -1,8 +1,10 @@
 //! `cargo xtask`: the repository's automation, in Rust.
 //!
-//! * `cargo xtask ci` is the test command: formatting, clippy, the whole test suite (`--locked`),
-//!   the layering rule that `protocol` and `discovery` link no engine, and the guest contract
-//!   fixtures. `.ci/run` calls it.
+//! * `cargo xtask ci` is the test command: what the tests need besides Rust (checked first and
+//!   named exactly when missing; the npm parts installed and built here), formatting, clippy,
+//!   the whole test suite (`--locked`), the layering rules (`protocol` and `discovery` link no
+//!   engine; the front ends link no OCR library at build time), and the guest contract
+//!   fixtures, in Rust and in the browser. `.ci/run` installs the system packages, then calls it.
 //! * `cargo xtask export` regenerates the committed generated files (the manifest JSON Schema
 //!   and the guest contract fixtures); tests fail when a committed copy drifts from what the code
 //!   generates.
@@ -119,7 +121,45 @@ const ENGINE_FREE: &[&str] = &[
 ];
 const ENGINES: &[&str] = &["rquickjs", "wasmtime", "rolldown"];
 
+/// The front ends load Tesseract at run time; these crates would link it (and need its
+/// development files, clang and pkg-config) at build time.
+const FRONT_ENDS: &[&str] = &["nodetool-cli", "nodetool-server"];
+const BUILD_TIME_OCR: &[&str] = &["leptonica-sys", "tesseract-sys", "tesseract-plumbing"];
+
+/// The names of the packages `cargo tree -p <package> -e <edges>` lists.
+fn tree(package: &str, edges: &str) -> Result<Vec<String>, String> {
+    let output = cargo()
+        .args([
+            "tree", "--locked", "-e", edges, "--prefix", "none", "-p", package,
+        ])
+        .output()
+        .map_err(|e| format!("cannot run cargo tree: {e}"))?;
+    if !output.status.success() {
+        return Err(format!(
+            "cargo tree -p {package} failed: {}",
+            String::from_utf8_lossy(&output.stderr)
+        ));
+    }
+    Ok(String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect())
+}
+
 fn check_layering() -> Result<(), String> {
+    for package in FRONT_ENDS {
+        let linked: Vec<String> = tree(package, "normal,build")?
+            .into_iter()
+            .filter(|name| BUILD_TIME_OCR.contains(&name.as_str()))
+            .collect();
+        if !linked.is_empty() {
+            return Err(format!(
+                "{package} must load Tesseract at run time, but depends on {}",
+                linked.join(", ")
+            ));
+        }
+    }
     for package in ENGINE_FREE {
         let output = cargo()
             .args([
@@ -147,13 +187,65 @@ fn check_layering() -> Result<(), String> {
         }
     }
     println!(
-        "xtask: layering ok ({} link no engine)",
-        ENGINE_FREE.join(", ")
+        "xtask: layering ok ({} link no engine; {} link no OCR library at build time)",
+        ENGINE_FREE.join(", "),
+        FRONT_ENDS.join(", ")
     );
     Ok(())
 }
 
+/// The Debian packages the tests need besides Rust: the README's list, which `.ci/run` installs.
+const SYSTEM_PACKAGES: &[&str] = &[
+    "nodejs",
+    "npm",
+    "tesseract-ocr",
+    "fonts-dejavu-core",
+    "chromium",
+];
+
+/// Checks what the tests need from the system, naming every missing piece at once, then
+/// installs the npm libraries the shipped packs bundle and builds (and tests) the browser
+/// runner, each from its committed lockfile with install scripts disabled.
+fn prerequisites() -> Result<(), String> {
+    let mut missing = Vec::new();
+    let npm = Command::new("npm").arg("--version").output();
+    if !npm.is_ok_and(|o| o.status.success()) {
+        missing.push(
+            "npm (Debian: nodejs npm): the shipped packs' npm libraries and the browser runner are installed with it".to_string(),
+        );
+    }
+    if let Some(Err(why)) = nodetool_host_modules::library_status("ocr") {
+        missing.push(format!("Tesseract for the OCR tests: {why}"));
+    }
+    let font = nodetool_tests::render::DEJAVU_SANS;
+    if !Path::new(font).is_file() {
+        missing.push(format!(
+            "{font} (Debian: fonts-dejavu-core), the font the OCR tests draw their text in"
+        ));
+    }
+    if nodetool_tests::chromium::find_chromium().is_none() {
+        missing.push(
+            "chromium (Debian: chromium), which the Packages page tests and `cargo xtask fixtures --browser` drive headless".to_string(),
+        );
+    }
+    if !missing.is_empty() {
+        return Err(format!(
+            "the tests need what this machine lacks:\n  - {}\non Debian or Ubuntu: sudo apt-get install -y {} (`.ci/run` does this, then runs `cargo xtask ci`)",
+            missing.join("\n  - "),
+            SYSTEM_PACKAGES.join(" ")
+        ));
+    }
+    guest_pack_dependencies()?;
+    browser::build_web(&workspace_root())?;
+    let web = workspace_root().join("web");
+    run(
+        "npm test --prefix web",
+        Command::new("npm").args(["test", "--prefix"]).arg(&web),
+    )
+}
+
 fn ci() -> Result<(), String> {
+    prerequisites()?;
     run(
         "cargo fmt --check",
         cargo().args(["fmt", "--all", "--", "--check"]),

@@ -559,7 +559,7 @@ impl Installer {
 
 /// The lines of npm's error output that say what went wrong, without its stack traces, object
 /// dumps and log pointer; with a plain word for the network failures people meet most.
-fn npm_summary(stderr: &str) -> String {
+pub(crate) fn npm_summary(stderr: &str) -> String {
     let lines: Vec<&str> = stderr
         .lines()
         .filter_map(|l| {
