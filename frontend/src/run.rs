@@ -27,6 +27,9 @@ pub struct Engines {
     sandbox: Sandbox,
     wasm: OnceLock<Result<Arc<WasmHost>, String>>,
     artifacts: Option<Arc<dyn ArtifactStore>>,
+    /// Runs come one after another on one thread (a worker's): each takes the engine
+    /// [`Engines::prepare`] built and leaves its teardown to the next `prepare`.
+    serial: bool,
 }
 
 /// One body to run.
@@ -49,13 +52,21 @@ impl Engines {
         Engines::default()
     }
 
-    /// Engines whose WASM host loads compiled modules from `artifacts` and gives it what it
-    /// compiles (a worker's, fed by the front end's artifact cache).
-    pub fn with_artifacts(artifacts: Arc<dyn ArtifactStore>) -> Self {
+    /// A sandbox worker's engines: runs come one after another on one thread, each in the
+    /// never-used runtime [`Engines::prepare`] built before it, and the WASM host loads compiled
+    /// modules from `artifacts` and gives it what it compiles.
+    pub fn for_worker(artifacts: Arc<dyn ArtifactStore>) -> Self {
         Engines {
             artifacts: Some(artifacts),
+            serial: true,
             ..Engines::default()
         }
+    }
+
+    /// Between two runs of a worker: frees what the last run left and builds the next run's
+    /// runtime and context (hardening still happens in the run).
+    pub fn prepare(&self, limits: &RunLimits) {
+        self.sandbox.prepare(limits);
     }
 
     /// The dispatchers the resolution's facades need: the host-module dispatcher (which
@@ -98,7 +109,7 @@ impl Engines {
             Ok(d) => d,
             Err(error) => return failed(error),
         };
-        self.sandbox.run(RunRequest {
+        let request = RunRequest {
             code: body.code,
             resolution,
             inputs: body.inputs,
@@ -106,7 +117,12 @@ impl Engines {
             capabilities: body.capabilities,
             dispatchers,
             cancel: body.cancel,
-        })
+        };
+        if self.serial {
+            self.sandbox.run_prepared(request)
+        } else {
+            self.sandbox.run(request)
+        }
     }
 
     /// Runs a Code node body on the calling thread: its static imports are its declaration,

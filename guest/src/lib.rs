@@ -153,4 +153,18 @@ impl Sandbox {
     pub fn run(&self, request: RunRequest<'_>) -> RunOutcome {
         run::run(&self.cache, request)
     }
+
+    /// [`Sandbox::run`] for a thread that serves runs one after another (a sandbox worker):
+    /// the run takes the never-used runtime and context [`Sandbox::prepare`] built, when its
+    /// heap limit matches, and its own teardown waits for the next `prepare`, so neither is on
+    /// the run's latency path. Each run still gets a runtime no code ran in.
+    pub fn run_prepared(&self, request: RunRequest<'_>) -> RunOutcome {
+        run::run_deferred(&self.cache, request)
+    }
+
+    /// Between runs on this thread: frees what the last [`Sandbox::run_prepared`] left and
+    /// builds the runtime and context of the next run under `limits`.
+    pub fn prepare(&self, limits: &RunLimits) {
+        run::prepare(limits);
+    }
 }

@@ -108,7 +108,68 @@ enum Stop {
     Cancelled,
 }
 
+/// A runtime and a context no code has run in, with the allocator and heap-pressure flag
+/// they were built with. Fields drop in order: the context before its runtime.
+pub(crate) struct Engine {
+    context: Context,
+    runtime: Runtime,
+    pressure: HeapPressure,
+    memory_bytes: usize,
+}
+
+impl Engine {
+    /// A fresh runtime and context for `limits`.
+    fn build(limits: &RunLimits) -> Result<Engine, RunError> {
+        let pressure = HeapPressure::default();
+        let runtime = Runtime::new_with_alloc(RunAllocator::for_limit(
+            limits.memory_bytes,
+            pressure.clone(),
+        ))
+        .map_err(|e| engine_error(&e))?;
+        runtime.set_memory_limit(limits.memory_bytes);
+        runtime.set_max_stack_size(limits.stack_bytes);
+        runtime.set_gc_threshold(GC_THRESHOLD);
+        let context =
+            Context::custom::<SandboxIntrinsics>(&runtime).map_err(|e| engine_error(&e))?;
+        Ok(Engine {
+            context,
+            runtime,
+            pressure,
+            memory_bytes: limits.memory_bytes,
+        })
+    }
+}
+
+thread_local! {
+    /// The engine built ahead for this thread's next run ([`prepare`]); each is used once.
+    static SPARE: RefCell<Option<Engine>> = const { RefCell::new(None) };
+    /// Engines of finished runs whose teardown waits for [`prepare`] (see [`run_deferred`]).
+    static SPENT: RefCell<Vec<Engine>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Off a run's latency path: frees what the thread's finished runs left ([`run_deferred`]) and
+/// builds a never-used runtime and context for its next run under `limits`.
+pub(crate) fn prepare(limits: &RunLimits) {
+    let spent = SPENT.with(|s| std::mem::take(&mut *s.borrow_mut()));
+    drop(spent);
+    if SPARE.with(|s| s.borrow().is_none())
+        && let Ok(engine) = Engine::build(limits)
+    {
+        SPARE.with(|s| *s.borrow_mut() = Some(engine));
+    }
+}
+
 pub(crate) fn run(cache: &Arc<BytecodeCache>, request: RunRequest<'_>) -> RunOutcome {
+    run_with(cache, request, false)
+}
+
+/// [`run`], leaving the engine's teardown to the thread's next [`prepare`], and using the
+/// engine it built when the limits match.
+pub(crate) fn run_deferred(cache: &Arc<BytecodeCache>, request: RunRequest<'_>) -> RunOutcome {
+    run_with(cache, request, true)
+}
+
+fn run_with(cache: &Arc<BytecodeCache>, request: RunRequest<'_>, defer: bool) -> RunOutcome {
     let started = Instant::now();
     let logs = Rc::new(RefCell::new(Logs {
         entries: Vec::new(),
@@ -116,15 +177,47 @@ pub(crate) fn run(cache: &Arc<BytecodeCache>, request: RunRequest<'_>) -> RunOut
         max_entries: request.limits.log_entries,
         max_chars: request.limits.log_chars,
     }));
-    let result = execute(cache, &request, &logs, started);
-    let logs = Rc::try_unwrap(logs).map_or_else(
-        |shared| std::mem::take(&mut shared.borrow_mut().entries),
-        |l| l.into_inner().finish(),
-    );
+    let spare = if defer {
+        SPARE
+            .with(|s| s.borrow_mut().take())
+            .filter(|e| e.memory_bytes == request.limits.memory_bytes)
+    } else {
+        None
+    };
+    let engine = match spare {
+        Some(engine) => {
+            // Built for the same heap limit; the stack limit is the run's own.
+            engine
+                .runtime
+                .set_max_stack_size(request.limits.stack_bytes);
+            Ok(engine)
+        }
+        None => Engine::build(&request.limits),
+    };
+    let result = match &engine {
+        Ok(engine) => execute(cache, &request, &logs, started, engine),
+        Err(error) => Err(error.clone()),
+    };
+    // The context still holds the console functions (and their handle on the logs) when the
+    // teardown is deferred, so the lines are taken out rather than unwrapped.
+    let logs = std::mem::replace(
+        &mut *logs.borrow_mut(),
+        Logs {
+            entries: Vec::new(),
+            dropped: 0,
+            max_entries: 0,
+            max_chars: 0,
+        },
+    )
+    .finish();
+    let duration = started.elapsed();
+    if defer && let Ok(engine) = engine {
+        SPENT.with(|s| s.borrow_mut().push(engine));
+    }
     RunOutcome {
         result,
         logs,
-        duration: started.elapsed(),
+        duration,
     }
 }
 
@@ -133,6 +226,7 @@ fn execute(
     request: &RunRequest<'_>,
     logs: &Rc<RefCell<Logs>>,
     started: Instant,
+    engine: &Engine,
 ) -> Result<Value, RunError> {
     // Resolution errors end the run before anything starts, naming the specifier.
     if let Some(status) = request
@@ -168,15 +262,8 @@ fn execute(
     let limits: &RunLimits = &request.limits;
     let deadline = started + limits.timeout;
     let timeout = limits.timeout;
-    let pressure = HeapPressure::default();
-    let runtime = Runtime::new_with_alloc(RunAllocator::for_limit(
-        limits.memory_bytes,
-        pressure.clone(),
-    ))
-    .map_err(|e| engine_error(&e))?;
-    runtime.set_memory_limit(limits.memory_bytes);
-    runtime.set_max_stack_size(limits.stack_bytes);
-    runtime.set_gc_threshold(GC_THRESHOLD);
+    let pressure = engine.pressure.clone();
+    let runtime = &engine.runtime;
     let stop: Rc<Cell<Option<Stop>>> = Rc::new(Cell::new(None));
     {
         let stop = Rc::clone(&stop);
@@ -200,7 +287,7 @@ fn execute(
     );
     let bridge = Rc::new(bridge_state(request, deadline));
     let _current = CurrentRun::enter(Rc::clone(&bridge));
-    let context = Context::custom::<SandboxIntrinsics>(&runtime).map_err(|e| engine_error(&e))?;
+    let context = &engine.context;
     // Declared after the context, so dropped before it: calls still pending when the run ends
     // hold guest functions, which must be released while the runtime is alive.
     let _pending = DropPending(Rc::clone(&bridge));

@@ -753,3 +753,70 @@ fn queued_host_calls_never_start_once_the_run_has_ended() {
     assert_eq!(slow.started.load(Ordering::SeqCst), started);
     assert_eq!(slow.running.load(Ordering::SeqCst), 0);
 }
+
+/// A worker's runs: each takes the runtime `prepare` built ahead and leaves its teardown to the
+/// next `prepare`; nothing one run does reaches the next, and a run whose heap limit differs
+/// from the prepared one gets a runtime of its own.
+#[test]
+fn prepared_runs_each_get_a_never_used_runtime() {
+    let sandbox = Sandbox::new();
+    let resolution = Resolution::default();
+    let run = |code: &str, limits: RunLimits| {
+        sandbox.run_prepared(RunRequest {
+            code,
+            resolution: &resolution,
+            inputs: &Value::Null,
+            limits,
+            capabilities: Capabilities::default(),
+            dispatchers: Dispatchers::default(),
+            cancel: None,
+        })
+    };
+    sandbox.prepare(&RunLimits::STANDARD);
+    let first = run(
+        "Array.prototype.planted = 1; globalThis.leak = 2; console.log('one'); return [].planted;",
+        RunLimits::STANDARD,
+    );
+    assert_eq!(ok(first.clone()), Value::Number(1.0));
+    assert_eq!(first.logs.len(), 1);
+    sandbox.prepare(&RunLimits::STANDARD);
+    let second = run(
+        "return [typeof [].planted, typeof globalThis.leak];",
+        RunLimits::STANDARD,
+    );
+    assert_eq!(
+        ok(second),
+        Value::Array(vec![
+            Value::String("undefined".into()),
+            Value::String("undefined".into())
+        ])
+    );
+    // Without a prepare in between there is no spare: the run builds its own, and is clean too.
+    let third = run("return typeof [].planted;", RunLimits::STANDARD);
+    assert_eq!(ok(third), Value::String("undefined".into()));
+    // A smaller heap than the prepared runtime's is enforced: the spare is not used.
+    sandbox.prepare(&RunLimits::STANDARD);
+    let small = RunLimits {
+        memory_bytes: 16 * 1024 * 1024,
+        ..RunLimits::STANDARD
+    };
+    let outcome = run("const s = 'x'.repeat(40e6); return s.length;", small);
+    assert_eq!(err(outcome).code, RunErrorCode::MemoryLimit);
+    // Dropped lines are still reported when the teardown is deferred.
+    sandbox.prepare(&RunLimits::STANDARD);
+    let limits = RunLimits {
+        log_entries: 2,
+        ..RunLimits::STANDARD
+    };
+    let outcome = run(
+        "for (let i = 0; i < 5; i++) console.log(i); return 0;",
+        limits,
+    );
+    assert_eq!(outcome.logs.len(), 3);
+    assert!(
+        outcome.logs[2]
+            .message
+            .contains("3 more console lines were dropped")
+    );
+    sandbox.prepare(&RunLimits::STANDARD);
+}

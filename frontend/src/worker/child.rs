@@ -2,8 +2,8 @@
 //!
 //! The worker applies its own process limits before it reads anything (its data ceiling, no
 //! core files, death with its parent), moves its stdout out of the way of the frame channel (so
-//! nothing a native library prints can corrupt a frame), says it is ready, then runs one order at
-//! a time on its main thread while a second thread reads the channel for cancellations. It
+//! nothing a native library prints can corrupt a frame), says it is ready, then reads and runs
+//! one order at a time on its main thread (a run is stopped early by killing the worker). It
 //! keeps the modules it was sent, by key, for the runs after; the supervisor decides when it is
 //! retired.
 
@@ -12,11 +12,10 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter};
 use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
-use std::sync::mpsc;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use nodetool_guest::{CancelToken, Capabilities, FetchGrant, RunLimits, WorkspaceGrant};
+use nodetool_guest::{Capabilities, FetchGrant, RunLimits, WorkspaceGrant};
 use nodetool_protocol::catalog::{Resolution, ResolvedModule};
 use nodetool_protocol::packed::Packed;
 use nodetool_protocol::run::{RunError, RunErrorCode};
@@ -97,35 +96,24 @@ fn worker_main(memory: Option<u64>) -> ExitCode {
         return ExitCode::from(3);
     }
 
-    let current: Arc<Mutex<Option<(u64, CancelToken)>>> = Arc::new(Mutex::new(None));
-    let (orders, incoming) = mpsc::channel::<Frame<ToWorker>>();
-    {
-        let current = Arc::clone(&current);
-        let spawned = std::thread::Builder::new()
-            .name("worker-channel".into())
-            .spawn(move || read_orders(&orders, &current));
-        if spawned.is_err() {
-            return ExitCode::from(3);
-        }
-    }
     let artifacts = Arc::new(Artifacts::default());
-    let engines = Engines::with_artifacts(Arc::clone(&artifacts) as Arc<dyn ArtifactStore>);
+    let engines = Engines::for_worker(Arc::clone(&artifacts) as Arc<dyn ArtifactStore>);
+    engines.prepare(&RunLimits::STANDARD);
     let mut modules: HashMap<String, ResolvedModule> = HashMap::new();
-    while let Ok(frame) = incoming.recv() {
-        let (ToWorker::Run(order), frame) = frame.split() else {
-            continue;
-        };
+    let mut input = BufReader::new(std::io::stdin().lock());
+    // One order at a time, read on this thread: a run ends early only by this process being
+    // killed, so nothing needs to read the channel while a run executes. The supervisor
+    // closing the channel (or sending something no supervisor sends) ends the worker.
+    while let Ok(frame) = wire::read_frame::<ToWorker>(&mut input) {
+        let (ToWorker::Run(order), frame) = frame.split();
         let id = order.id;
-        let cancel = CancelToken::new();
-        *current.lock().unwrap_or_else(PoisonError::into_inner) = Some((id, cancel.clone()));
         let started = Instant::now();
         let mut blob = BlobWriter::default();
         artifacts.offer(&frame, &order.artifacts);
         let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            execute(&engines, &mut modules, &frame, order, cancel, &mut blob)
+            execute(&engines, &mut modules, &frame, order, &mut blob)
         }));
         let produced = artifacts.take_produced(&mut blob);
-        *current.lock().unwrap_or_else(PoisonError::into_inner) = None;
         let (answer, retire) = match ran {
             Ok(Ok(answer)) => (answer, false),
             Ok(Err(error)) => (failed(id, error, started), false),
@@ -149,40 +137,13 @@ fn worker_main(memory: Option<u64>) -> ExitCode {
         if wire::write_frame(&mut out, &FromWorker::Answer(answer), &blob).is_err() || retire {
             break;
         }
+        drop(blob);
+        drop(frame);
+        // The answer is out: tear the run down and build the next one's engine while the
+        // supervisor reads it and nobody waits on this process.
+        engines.prepare(&RunLimits::STANDARD);
     }
     ExitCode::SUCCESS
-}
-
-/// Reads orders until the supervisor closes the channel; a cancellation fires the current run's
-/// token at once, whatever the main thread is doing. On end of stream the worker exits.
-fn read_orders(
-    orders: &mpsc::Sender<Frame<ToWorker>>,
-    current: &Mutex<Option<(u64, CancelToken)>>,
-) {
-    let mut input = BufReader::new(std::io::stdin().lock());
-    loop {
-        match wire::read_frame::<ToWorker>(&mut input) {
-            Ok(frame) => match frame.header {
-                ToWorker::Cancel(id) => {
-                    let current = current.lock().unwrap_or_else(PoisonError::into_inner);
-                    if let Some((running, token)) = current.as_ref()
-                        && *running == id
-                    {
-                        token.cancel();
-                    }
-                }
-                ToWorker::Run(_) => {
-                    if orders.send(frame).is_err() {
-                        return;
-                    }
-                }
-            },
-            // The supervisor went away or sent something no supervisor sends: stop.
-            Err(WireError::Closed | WireError::Io(_) | WireError::Malformed(_)) => {
-                std::process::exit(0);
-            }
-        }
-    }
 }
 
 fn failed(id: u64, error: RunError, started: Instant) -> RunAnswer {
@@ -207,7 +168,6 @@ fn execute(
     modules: &mut HashMap<String, ResolvedModule>,
     frame: &Frame<()>,
     order: RunOrder,
-    cancel: CancelToken,
     blob: &mut BlobWriter,
 ) -> Result<RunAnswer, RunError> {
     let malformed = |e: WireError| {
@@ -248,7 +208,7 @@ fn execute(
             inputs: &inputs,
             limits: limits(order.limits),
             capabilities: capabilities(order.capabilities),
-            cancel: Some(cancel),
+            cancel: None,
         },
     );
     let duration = duration_us(outcome.duration);

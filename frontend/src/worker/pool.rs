@@ -11,12 +11,12 @@
 //! usable again only once its replacement said it is ready.
 
 use std::collections::{HashSet, VecDeque};
-use std::io::{BufReader, BufWriter, Read};
+use std::io::{BufWriter, Read};
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::mpsc::{self, Receiver, RecvTimeoutError};
+use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -28,8 +28,9 @@ use nodetool_protocol::value::Value;
 
 use super::child::{MEMORY_ARG, WORKER_ARG};
 use super::wire::{
-    self, BlobWriter, Frame, FromWorker, RunAnswer, RunOrder, ToWorker, WireCapabilities,
-    WireError, WireFetch, WireLimits, WireModule, WireResolved, WireWorkspace, module_key,
+    self, BlobWriter, Frame, FrameReader, FromWorker, RunAnswer, RunOrder, ToWorker,
+    WireCapabilities, WireError, WireFetch, WireLimits, WireModule, WireResolved, WireWorkspace,
+    module_key,
 };
 
 /// How workers are started and retired. There is no `Default` for the program:
@@ -151,7 +152,7 @@ pub struct WorkerCounts {
 struct Worker {
     child: Child,
     stdin: BufWriter<ChildStdin>,
-    frames: Receiver<Result<Frame<FromWorker>, WireError>>,
+    frames: FrameReader<ChildStdout>,
     stderr: Arc<StderrTail>,
     /// Modules this worker holds, by key.
     known: HashSet<String>,
@@ -324,25 +325,22 @@ impl WorkerPool {
             closed: Mutex::new(false),
             changed: Condvar::new(),
         });
-        let (sender, frames) = mpsc::channel();
-        let spawned = std::thread::Builder::new()
-            .name("worker-frames".into())
-            .spawn(move || {
-                let mut input = BufReader::new(stdout);
-                loop {
-                    let frame = wire::read_frame::<FromWorker>(&mut input);
-                    let end = frame.is_err();
-                    if sender.send(frame).is_err() || end {
-                        return;
-                    }
-                }
-            })
-            .and_then(|_| {
-                let tail = Arc::clone(&tail);
-                std::thread::Builder::new()
-                    .name("worker-stderr".into())
-                    .spawn(move || forward_stderr(stderr, &tail))
-            });
+        let frames = match FrameReader::new(stdout) {
+            Ok(frames) => frames,
+            Err(e) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(WorkerStartError(format!(
+                    "the sandbox worker's channel could not be set up: {e}"
+                )));
+            }
+        };
+        let spawned = {
+            let tail = Arc::clone(&tail);
+            std::thread::Builder::new()
+                .name("worker-stderr".into())
+                .spawn(move || forward_stderr(stderr, &tail))
+        };
         let mut worker = Worker {
             child,
             stdin: BufWriter::new(stdin),
@@ -354,12 +352,15 @@ impl WorkerPool {
         };
         if let Err(e) = spawned {
             return Err(WorkerStartError(format!(
-                "cannot start the sandbox worker's reader threads: {e}"
+                "cannot start the sandbox worker's stderr thread: {e}"
             )));
         }
         self.0.counts.started.fetch_add(1, Ordering::Relaxed);
-        match worker.frames.recv_timeout(READY_TIMEOUT) {
-            Ok(Ok(Frame {
+        match worker
+            .frames
+            .next::<FromWorker>(Instant::now() + READY_TIMEOUT)
+        {
+            Ok(Some(Frame {
                 header: FromWorker::Ready(ready),
                 ..
             })) => {
@@ -368,10 +369,10 @@ impl WorkerPool {
                 }
                 Ok(worker)
             }
-            Ok(Ok(_)) => Err(WorkerStartError(
+            Ok(Some(_)) => Err(WorkerStartError(
                 "the sandbox worker did not start with a ready frame".into(),
             )),
-            Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => {
+            Err(_) => {
                 let status = worker.child.wait().ok();
                 let said = worker.stderr.text(Duration::from_millis(200));
                 let said = said.trim();
@@ -386,7 +387,7 @@ impl WorkerPool {
                     }
                 )))
             }
-            Err(RecvTimeoutError::Timeout) => Err(WorkerStartError(format!(
+            Ok(None) => Err(WorkerStartError(format!(
                 "the sandbox worker {} did not become ready within {} s",
                 program.display(),
                 READY_TIMEOUT.as_secs()
@@ -564,28 +565,34 @@ impl WorkerPool {
         }
         worker.runs += 1;
         let deadline = sent + run.limits.timeout;
-        let mut kill_at = deadline + self.0.options.grace;
-        let mut cancelled = false;
+        let kill_at = deadline + self.0.options.grace;
         loop {
             let now = Instant::now();
             if now >= kill_at {
                 self.0.counts.killed.fetch_add(1, Ordering::Relaxed);
                 drop(worker);
                 self.replace();
-                let error = if cancelled {
-                    RunError::new(RunErrorCode::Cancelled, "the run was cancelled")
-                } else {
-                    timeout(&run.limits)
-                };
-                return fail(error, Vec::new());
+                return fail(timeout(&run.limits), Vec::new());
             }
-            let wait = if run.cancel.is_some() && !cancelled {
-                (kill_at - now).min(CANCEL_POLL)
+            // A cancelled run's worker is killed at once: its client is gone, and a replacement
+            // costs a few milliseconds off anyone's path.
+            if run.cancel.is_some_and(CancelToken::is_cancelled) {
+                self.0.counts.killed.fetch_add(1, Ordering::Relaxed);
+                drop(worker);
+                self.replace();
+                return fail(
+                    RunError::new(RunErrorCode::Cancelled, "the run was cancelled"),
+                    Vec::new(),
+                );
+            }
+            let until = if run.cancel.is_some() {
+                kill_at.min(now + CANCEL_POLL)
             } else {
-                kill_at - now
+                kill_at
             };
-            match worker.frames.recv_timeout(wait) {
-                Ok(Ok(frame)) if matches!(&frame.header, FromWorker::Answer(a) if a.id == id) => {
+            match worker.frames.next::<FromWorker>(until) {
+                Ok(None) => {}
+                Ok(Some(frame)) if matches!(&frame.header, FromWorker::Answer(a) if a.id == id) => {
                     let (FromWorker::Answer(answer), frame) = frame.split() else {
                         continue;
                     };
@@ -605,7 +612,7 @@ impl WorkerPool {
                     self.give_back(worker, retire);
                     return outcome;
                 }
-                Ok(Ok(_)) | Ok(Err(WireError::Malformed(_))) => {
+                Ok(Some(_)) | Err(WireError::Malformed(_)) => {
                     // A worker that says something no worker says is not trusted again.
                     self.0.counts.crashed.fetch_add(1, Ordering::Relaxed);
                     drop(worker);
@@ -618,20 +625,9 @@ impl WorkerPool {
                         Vec::new(),
                     );
                 }
-                Ok(Err(_)) | Err(RecvTimeoutError::Disconnected) => {
+                Err(WireError::Closed | WireError::Io(_)) => {
                     let error = self.died(worker);
                     return fail(error, Vec::new());
-                }
-                Err(RecvTimeoutError::Timeout) => {
-                    if !cancelled && run.cancel.is_some_and(CancelToken::is_cancelled) {
-                        cancelled = true;
-                        let _ = wire::write_frame(
-                            &mut worker.stdin,
-                            &ToWorker::Cancel(id),
-                            &BlobWriter::default(),
-                        );
-                        kill_at = kill_at.min(Instant::now() + self.0.options.grace);
-                    }
                 }
             }
         }

@@ -174,12 +174,24 @@ pub fn read_frame<H: for<'de> Deserialize<'de>>(
         Err(e) => return Err(WireError::Io(e)),
     }
     input.read_exact(&mut length[1..]).map_err(WireError::Io)?;
-    let rest = u32::from_le_bytes(length) as usize;
-    if !(4..=MAX_FRAME_BYTES).contains(&rest) {
-        return Err(WireError::Malformed(format!("a frame length of {rest}")));
-    }
+    let rest = frame_length(length)?;
     let mut body = vec![0u8; rest];
     input.read_exact(&mut body).map_err(WireError::Io)?;
+    parse_frame(body)
+}
+
+/// The length a frame's first four bytes announce, when it is one this side accepts.
+fn frame_length(bytes: [u8; 4]) -> Result<usize, WireError> {
+    let rest = u32::from_le_bytes(bytes) as usize;
+    if (4..=MAX_FRAME_BYTES).contains(&rest) {
+        Ok(rest)
+    } else {
+        Err(WireError::Malformed(format!("a frame length of {rest}")))
+    }
+}
+
+/// A frame from the bytes after its length.
+fn parse_frame<H: for<'de> Deserialize<'de>>(body: Vec<u8>) -> Result<Frame<H>, WireError> {
     let header_len = body
         .get(..4)
         .and_then(|b| <[u8; 4]>::try_from(b).ok())
@@ -198,17 +210,101 @@ pub fn read_frame<H: for<'de> Deserialize<'de>>(
     })
 }
 
+/// Reads frames from a non-blocking pipe on the caller's own thread, waiting with `poll(2)`
+/// until a deadline: no reader thread, so an answer wakes the thread that waits for it, and
+/// a worker that stops mid-frame cannot hold its reader past the deadline.
+pub struct FrameReader<R: Read + std::os::fd::AsFd> {
+    source: R,
+    buffer: Vec<u8>,
+}
+
+impl<R: Read + std::os::fd::AsFd> FrameReader<R> {
+    /// Reads `source`, which is made non-blocking.
+    pub fn new(source: R) -> io::Result<FrameReader<R>> {
+        rustix::io::ioctl_fionbio(&source, true)?;
+        Ok(FrameReader {
+            source,
+            buffer: Vec::new(),
+        })
+    }
+
+    /// The next frame, or `None` when `until` passed first. End of stream is
+    /// [`WireError::Closed`] (mid-frame too: the writer is gone either way).
+    pub fn next<H: for<'de> Deserialize<'de>>(
+        &mut self,
+        until: std::time::Instant,
+    ) -> Result<Option<Frame<H>>, WireError> {
+        loop {
+            let need = match self.buffer.get(..4) {
+                Some(head) => {
+                    let head = <[u8; 4]>::try_from(head).unwrap_or_default();
+                    Some(4 + frame_length(head)?)
+                }
+                None => None,
+            };
+            if let Some(need) = need
+                && self.buffer.len() >= need
+            {
+                let rest = self.buffer.split_off(need);
+                let mut body = std::mem::replace(&mut self.buffer, rest);
+                body.drain(..4);
+                return parse_frame(body).map(Some);
+            }
+            // Read what is there: the rest of the frame when its length is known.
+            let want = need
+                .map_or(64 * 1024, |n| n - self.buffer.len())
+                .max(64 * 1024);
+            let start = self.buffer.len();
+            self.buffer.resize(start + want, 0);
+            let read = self.source.read(&mut self.buffer[start..]);
+            match read {
+                Ok(0) => {
+                    self.buffer.truncate(start);
+                    return Err(WireError::Closed);
+                }
+                Ok(n) => self.buffer.truncate(start + n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    self.buffer.truncate(start);
+                    let now = std::time::Instant::now();
+                    if now >= until {
+                        return Ok(None);
+                    }
+                    let left = until - now;
+                    let timeout = rustix::event::Timespec {
+                        tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+                        tv_nsec: i64::from(left.subsec_nanos()),
+                    };
+                    let mut fds = [rustix::event::PollFd::new(
+                        &self.source,
+                        rustix::event::PollFlags::IN,
+                    )];
+                    match rustix::event::poll(&mut fds, Some(&timeout)) {
+                        Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                        Err(e) => return Err(WireError::Io(e.into())),
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => {
+                    self.buffer.truncate(start);
+                }
+                Err(e) => {
+                    self.buffer.truncate(start);
+                    return Err(WireError::Io(e));
+                }
+            }
+        }
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // What the supervisor sends
 // ---------------------------------------------------------------------------------------------
 
-/// A frame to the worker.
+/// A frame to the worker. A run is stopped early by killing its worker, so a run is the only
+/// order.
 #[derive(Debug, Serialize, Deserialize)]
 pub enum ToWorker {
     /// Run one body.
     Run(RunOrder),
-    /// Stop the run `id` (its client went away, or the front end is shutting down).
-    Cancel(u64),
 }
 
 /// One run, as the worker needs it: everything is data (no catalog, no path lookups).
@@ -465,13 +561,19 @@ mod tests {
         let code = blob.push("return 1".as_bytes());
         let inputs = blob.push(&Packed::from_value(&Value::String("x".into())).to_bytes());
         let mut out = Vec::new();
-        let order = ToWorker::Cancel(7);
-        assert!(write_frame(&mut out, &order, &blob).is_ok());
-        let frame: Result<Frame<ToWorker>, _> = read_frame(&mut out.as_slice());
+        let ready = FromWorker::Ready(WorkerReady {
+            pid: 7,
+            memory_enforced: true,
+        });
+        assert!(write_frame(&mut out, &ready, &blob).is_ok());
+        let frame: Result<Frame<FromWorker>, _> = read_frame(&mut out.as_slice());
         let Ok(frame) = frame else {
             panic!("must read")
         };
-        assert!(matches!(frame.header, ToWorker::Cancel(7)));
+        assert!(matches!(
+            frame.header,
+            FromWorker::Ready(WorkerReady { pid: 7, .. })
+        ));
         assert_eq!(frame.blob().text(code).ok(), Some("return 1"));
         assert_eq!(
             frame.blob().value(inputs).ok(),
@@ -487,15 +589,81 @@ mod tests {
     #[test]
     fn truncated_and_oversized_frames_are_errors() {
         let mut out = Vec::new();
-        assert!(write_frame(&mut out, &ToWorker::Cancel(1), &BlobWriter::default()).is_ok());
+        let ready = FromWorker::Ready(WorkerReady {
+            pid: 1,
+            memory_enforced: false,
+        });
+        assert!(write_frame(&mut out, &ready, &BlobWriter::default()).is_ok());
         for cut in 1..out.len() {
-            let read: Result<Frame<ToWorker>, _> = read_frame(&mut &out[..cut]);
+            let read: Result<Frame<FromWorker>, _> = read_frame(&mut &out[..cut]);
             assert!(read.is_err(), "cut at {cut}");
         }
-        let empty: Result<Frame<ToWorker>, _> = read_frame(&mut &[][..]);
+        let empty: Result<Frame<FromWorker>, _> = read_frame(&mut &[][..]);
         assert!(matches!(empty, Err(WireError::Closed)));
         let huge = u32::MAX.to_le_bytes();
-        let read: Result<Frame<ToWorker>, _> = read_frame(&mut &huge[..]);
+        let read: Result<Frame<FromWorker>, _> = read_frame(&mut &huge[..]);
         assert!(matches!(read, Err(WireError::Malformed(_))));
+    }
+
+    #[test]
+    fn a_frame_reader_waits_until_its_deadline_and_reads_frames_in_pieces() {
+        use std::time::{Duration, Instant};
+        let Ok((reader, mut writer)) = std::io::pipe() else {
+            panic!("a pipe");
+        };
+        let Ok(mut frames) = FrameReader::new(reader) else {
+            panic!("a non-blocking reader");
+        };
+        // Nothing written: `None` once the deadline passes, not before.
+        let started = Instant::now();
+        let nothing = frames.next::<FromWorker>(started + Duration::from_millis(50));
+        assert!(matches!(nothing, Ok(None)));
+        assert!(started.elapsed() >= Duration::from_millis(50));
+        // Two frames, the first written in two pieces with a pause between.
+        let mut bytes = Vec::new();
+        for pid in [1, 2] {
+            let ready = FromWorker::Ready(WorkerReady {
+                pid,
+                memory_enforced: true,
+            });
+            assert!(write_frame(&mut bytes, &ready, &BlobWriter::default()).is_ok());
+        }
+        let (first, second) = bytes.split_at(5);
+        assert!(writer.write_all(first).is_ok());
+        let second = second.to_vec();
+        let late = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(30));
+            let _ = writer.write_all(&second);
+            // Then the writer goes away.
+        });
+        let until = Instant::now() + Duration::from_secs(5);
+        for pid in [1, 2] {
+            let frame = frames.next::<FromWorker>(until);
+            assert!(
+                matches!(&frame, Ok(Some(Frame { header: FromWorker::Ready(r), .. })) if r.pid == pid),
+                "frame {pid}"
+            );
+        }
+        let _ = late.join();
+        assert!(matches!(
+            frames.next::<FromWorker>(until),
+            Err(WireError::Closed)
+        ));
+    }
+
+    #[test]
+    fn a_frame_reader_refuses_an_impossible_length_at_once() {
+        let Ok((reader, mut writer)) = std::io::pipe() else {
+            panic!("a pipe");
+        };
+        let Ok(mut frames) = FrameReader::new(reader) else {
+            panic!("a non-blocking reader");
+        };
+        assert!(writer.write_all(&u32::MAX.to_le_bytes()).is_ok());
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(5);
+        assert!(matches!(
+            frames.next::<FromWorker>(until),
+            Err(WireError::Malformed(_))
+        ));
     }
 }
