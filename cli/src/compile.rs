@@ -219,16 +219,16 @@ pub(crate) fn packs_compile(
     Ok(ok)
 }
 
-/// Compiles the shipped guest packs `code` imports that are not compiled yet, installing their
+/// Compiles the shipped guest packs a body imports (`imports`) that are not compiled yet, installing their
 /// npm libraries first when missing (progress on stderr). Returns whether anything was
 /// compiled, so the caller discovers again.
 pub(crate) fn first_use(
-    code: &str,
+    imports: &[nodetool_guest::BodyImport],
     catalog: &DiscoveredCatalog,
     roots: &[SearchRoot],
     cache: &Cache,
 ) -> bool {
-    let entries = first_use::pending_entries(code, catalog, roots);
+    let entries = first_use::pending_entries(imports, catalog, roots);
     let mut progress: Option<Progress> = None;
     let mut installs = install_progress(false);
     let events = &mut |event: FirstUseEvent<'_>| match event {
@@ -278,16 +278,16 @@ pub(crate) struct FirstUse<'a> {
 }
 
 impl FirstUse<'_> {
-    /// The catalog discovered again after compiling what `code` needs, or `None` when nothing
+    /// The catalog discovered again after compiling what a body's `imports` need, or `None` when nothing
     /// was compiled (or the search path can no longer be read: the run then reports what the
     /// first catalog says).
     pub(crate) fn catalog_for(
         &self,
-        code: &str,
+        imports: &[nodetool_guest::BodyImport],
         catalog: &DiscoveredCatalog,
     ) -> Option<DiscoveredCatalog> {
         let roots = self.sources.roots().ok()?;
-        if !first_use(code, catalog, &roots, self.cache) {
+        if !first_use(imports, catalog, &roots, self.cache) {
             return None;
         }
         self.sources.discover_for_run(self.trusted, self.cache).ok()

@@ -61,7 +61,7 @@ use nodetool_frontend::answers;
 use nodetool_frontend::fetch;
 use nodetool_frontend::run::{BodyRun, Isolation, Runner};
 use nodetool_frontend::search::{Environment, PackSources, RootLabels};
-use nodetool_guest::{Capabilities, FetchGrant, RunLimits, WorkspaceGrant, body_imports};
+use nodetool_guest::{Capabilities, FetchGrant, RunLimits, WorkspaceGrant};
 use nodetool_protocol::catalog::StatusLevel;
 use nodetool_protocol::value::Value;
 use nodetool_runtime::SandboxModuleCatalog;
@@ -453,7 +453,7 @@ fn dispatch(cli: Cli) -> Outcome {
                         }
                     }
                 }
-                Command::Validate { workflow, json } => validate(&workflow, json, &catalog),
+                Command::Validate { workflow, json } => validate(&workflow, json, &catalog, &env),
                 Command::Lock { workflow } => lock(&workflow, &catalog),
                 Command::Packs(PacksCommand::List { json }) => {
                     // The ledger adds mode, active and scripts per installed pack; one that
@@ -615,9 +615,6 @@ fn capabilities(args: &RunArgs) -> Result<Capabilities, Failure> {
 
 fn run(args: RunArgs, catalog: &DiscoveredCatalog, first_use: &compile::FirstUse<'_>) -> Outcome {
     let (code, origin) = read_source(args.file.as_deref())?;
-    // A shipped guest pack the body imports compiles now if nothing compiled it yet.
-    let recompiled = first_use.catalog_for(&code, catalog);
-    let catalog = recompiled.as_ref().unwrap_or(catalog);
     let inputs = parse_input(args.input.as_deref())?;
     let capabilities = capabilities(&args)?;
     let mut limits = RunLimits::STANDARD;
@@ -629,16 +626,27 @@ fn run(args: RunArgs, catalog: &DiscoveredCatalog, first_use: &compile::FirstUse
     }
     let runner = args.isolation.runner(&first_use.sources.env)?;
     warn_unenforced(&runner);
-    let outcome = runner.run_body(
-        catalog,
-        BodyRun {
-            code: &code,
-            inputs: &inputs,
-            limits,
-            capabilities,
-            cancel: None,
+    // The body is parsed in a worker; a shipped guest pack it imports compiles now if nothing
+    // compiled it yet.
+    let body = BodyRun {
+        code: &code,
+        inputs: &inputs,
+        limits,
+        capabilities,
+        cancel: None,
+    };
+    let outcome = match runner.scan(&code, None) {
+        Ok(imports) => {
+            let recompiled = first_use.catalog_for(&imports, catalog);
+            let catalog = recompiled.as_ref().unwrap_or(catalog);
+            runner.run_scanned(catalog, &imports, body)
+        }
+        Err(error) => nodetool_guest::RunOutcome {
+            result: Err(error),
+            logs: Vec::new(),
+            duration: Duration::ZERO,
         },
-    );
+    };
     let ok = outcome.result.is_ok();
     if args.json {
         outln!(
@@ -665,9 +673,12 @@ fn read_workflow(path: &Path) -> Result<serde_json::Value, Failure> {
         .map_err(|e| Failure::Usage(format!("{} is not valid JSON: {e}", path.display())))
 }
 
-fn validate(path: &Path, json: bool, catalog: &DiscoveredCatalog) -> Outcome {
+fn validate(path: &Path, json: bool, catalog: &DiscoveredCatalog, env: &Environment) -> Outcome {
     let document = read_workflow(path)?;
-    let issues = nodetool_guest::validate::validate_graph(&document, catalog)
+    // Every body is parsed in a sandbox worker, as a run's is.
+    let runner = IsolationArgs::default().runner(env)?;
+    let issues = runner
+        .validate_graph(&document, catalog)
         .map_err(|e| Failure::Usage(format!("{}: {}", path.display(), e.0)))?;
     let nodes = nodetool_guest::validate::code_nodes(&document).unwrap_or_default();
     let failed = answers::has_errors(&issues);
@@ -759,10 +770,14 @@ fn codeact_step(
         }
         if ok { Ok(()) } else { Err(Failure::Failed) }
     };
+    let runner = isolation.runner(env)?;
+    warn_unenforced(&runner);
     // An unparseable action still runs: the sandbox reports the syntax error itself.
-    let imports: Vec<String> = body_imports(&code)
-        .map(|i| i.into_iter().map(|i| i.specifier).collect())
-        .unwrap_or_default();
+    let imports: Vec<String> = match runner.scan(&code, None) {
+        Ok(imports) => imports.into_iter().map(|i| i.specifier).collect(),
+        Err(e) if e.code == nodetool_protocol::run::RunErrorCode::SyntaxError => Vec::new(),
+        Err(e) => return observation_of(false, render::error_line(&e)),
+    };
     let resolution = match codeact::mount_action_imports(&imports, allowlist, catalog) {
         Ok(resolution) => resolution,
         Err(refusal) => return observation_of(false, refusal.observation),
@@ -774,8 +789,6 @@ fn codeact_step(
     {
         return observation_of(false, "the action's imports could not be resolved".into());
     }
-    let runner = isolation.runner(env)?;
-    warn_unenforced(&runner);
     let outcome = runner.run_resolved(
         &resolution,
         BodyRun {

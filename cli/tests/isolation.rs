@@ -191,6 +191,39 @@ for (let i = 0; ; i++) await workspace.writeText('f' + i, big);",
     assert!(written <= 256 * 1024 * 1024, "{written} bytes on disk");
 }
 
+#[test]
+fn a_body_nested_too_deeply_to_parse_is_an_answer_not_an_abort() {
+    // The word `import` sends the body to the parser (here in a worker); 20,000 levels
+    // overflowed the parser's stack in the CLI's own process before.
+    for code in [
+        format!(
+            "// import\nreturn {}1{};",
+            "(".repeat(20_000),
+            ")".repeat(20_000)
+        ),
+        format!("return {}1{};", "[".repeat(200_000), "]".repeat(200_000)),
+    ] {
+        let (answer, _) = run_json(&code, &[]);
+        let code_of = code_of(&answer).to_string();
+        assert!(
+            ["stack-overflow", "syntax-error"].contains(&code_of.as_str()),
+            "{answer}"
+        );
+    }
+}
+
+#[test]
+fn forty_thousand_imports_are_read_in_linear_time() {
+    let code = format!(
+        "{}return 1;",
+        "import '@nodetool-ai/sandbox-diff';\n".repeat(40_000)
+    );
+    let (answer, elapsed) = run_json(&code, &[]);
+    assert_eq!(answer["result"], Value::from(1), "{answer}");
+    // Quadratic position finding took about a minute for this body.
+    assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
+}
+
 /// The pids of `parent`'s child processes (from `/proc`).
 fn children(parent: u32) -> Vec<u32> {
     let mut pids = Vec::new();

@@ -36,15 +36,13 @@ pub enum FirstUseEvent<'a> {
     Failed(String),
 }
 
-/// The shipped npm entries `code` imports that `catalog` reports as `pending-compile`.
+/// The shipped npm entries among a body's `imports` that `catalog` reports as
+/// `pending-compile`.
 pub fn pending_entries(
-    code: &str,
+    imports: &[nodetool_guest::BodyImport],
     catalog: &dyn SandboxModuleCatalog,
     roots: &[SearchRoot],
 ) -> Vec<NpmEntry> {
-    let Ok(imports) = nodetool_guest::body_imports(code) else {
-        return Vec::new();
-    };
     let imported: BTreeSet<&str> = imports.iter().map(|i| i.specifier.as_str()).collect();
     let pending: BTreeSet<&str> = catalog
         .diagnostics()

@@ -5,8 +5,9 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
+use nodetool_guest::validate::{BodyAnalysis, GraphError, Issue, Severity};
 use nodetool_guest::{
-    CancelToken, Capabilities, Dispatchers, RunLimits, RunOutcome, RunRequest, Sandbox,
+    BodyImport, CancelToken, Capabilities, Dispatchers, RunLimits, RunOutcome, RunRequest, Sandbox,
     body_imports,
 };
 use nodetool_protocol::catalog::{Declaration, Resolution, ResolvedKind, StatusCode, StatusLevel};
@@ -232,14 +233,142 @@ impl Runner {
     /// Runs a Code node body: its static imports are its declaration, resolved through
     /// `catalog`. An import error the guest could not place is located in the body.
     pub fn run_body(&self, catalog: &dyn SandboxModuleCatalog, body: BodyRun<'_>) -> RunOutcome {
-        let code = body.code;
-        let mut outcome = match resolve_body(code, catalog) {
+        match self.scan(body.code, body.cancel.as_ref()) {
+            Ok(imports) => self.run_scanned(catalog, &imports, body),
             Err(error) => failed(error),
-            Ok(resolution) => self.run_resolved(&resolution, body),
-        };
-        outcome.result = outcome.result.map_err(|e| locate_import(e, code));
+        }
+    }
+
+    /// [`Runner::run_body`] of a body whose imports [`Runner::scan`] read.
+    pub fn run_scanned(
+        &self,
+        catalog: &dyn SandboxModuleCatalog,
+        imports: &[BodyImport],
+        body: BodyRun<'_>,
+    ) -> RunOutcome {
+        let resolution = resolve_imports(imports, catalog);
+        let mut outcome = self.run_resolved(&resolution, body);
+        outcome.result = outcome.result.map_err(|e| locate_in(e, imports));
         outcome
     }
+
+    /// A body's static imports, or its syntax error as a run error. With workers, a body that
+    /// could import anything is parsed in one (the front end never parses untrusted code: a
+    /// parser can recurse off its stack); a body without the word `import` has no static
+    /// import and is not parsed here at all.
+    pub fn scan(
+        &self,
+        code: &str,
+        cancel: Option<&CancelToken>,
+    ) -> Result<Vec<BodyImport>, RunError> {
+        let syntax = |message: String, line: u32, column: u32| RunError {
+            line: Some(line),
+            column: Some(column),
+            ..RunError::new(RunErrorCode::SyntaxError, message)
+        };
+        match &self.executor {
+            Executor::InProcess(_) => {
+                body_imports(code).map_err(|e| syntax(e.message, e.line, e.column))
+            }
+            Executor::Workers(_) if !code.contains("import") => Ok(Vec::new()),
+            Executor::Workers(pool) => {
+                let answer = pool.scan(code, None, cancel)?;
+                if let Some(e) = answer.syntax_error {
+                    return Err(syntax(e.text, e.line, e.column));
+                }
+                Ok(answer
+                    .imports
+                    .into_iter()
+                    .map(|i| BodyImport {
+                        specifier: i.text,
+                        line: i.line,
+                        column: i.column,
+                    })
+                    .collect())
+            }
+        }
+    }
+
+    /// Validates every Code node of a workflow against `catalog`, each body parsed where
+    /// [`Runner::scan`] parses (a body that cannot be parsed safely is a `code_syntax` finding
+    /// saying why).
+    pub fn validate_graph(
+        &self,
+        document: &serde_json::Value,
+        catalog: &dyn SandboxModuleCatalog,
+    ) -> Result<Vec<Issue>, GraphError> {
+        let Executor::Workers(pool) = &self.executor else {
+            return nodetool_guest::validate::validate_graph(document, catalog);
+        };
+        nodetool_guest::validate::validate_graph_with(document, catalog, &mut |node, code| {
+            match pool.scan(code, Some(node), None) {
+                Ok(answer) => BodyAnalysis {
+                    issues: answer
+                        .issues
+                        .into_iter()
+                        .map(|i| Issue {
+                            node_id: node.to_string(),
+                            severity: if i.error {
+                                Severity::Error
+                            } else {
+                                Severity::Warning
+                            },
+                            code: Issue::known_code(&i.code).unwrap_or("code_syntax"),
+                            message: i.message,
+                            line: i.line,
+                            column: i.column,
+                        })
+                        .collect(),
+                    imports: answer
+                        .imports
+                        .into_iter()
+                        .map(|i| BodyImport {
+                            specifier: i.text,
+                            line: i.line,
+                            column: i.column,
+                        })
+                        .collect(),
+                },
+                Err(e) => BodyAnalysis {
+                    issues: vec![Issue {
+                        node_id: node.to_string(),
+                        severity: Severity::Error,
+                        code: "code_syntax",
+                        message: format!("The code could not be checked: {}", e.message),
+                        line: None,
+                        column: None,
+                    }],
+                    imports: Vec::new(),
+                },
+            }
+        })
+    }
+}
+
+/// Imports resolved through the catalog (their errors end the run with `module-not-found` /
+/// `module-unavailable`). Only sandbox-specifier-shaped imports are declarations; anything else
+/// (`node:fs`, a path, a URL) is left for the loader to refuse by name.
+fn resolve_imports(imports: &[BodyImport], catalog: &dyn SandboxModuleCatalog) -> Resolution {
+    let declarations: Vec<Declaration> = imports
+        .iter()
+        .filter(|i| nodetool_protocol::names::is_specifier(&i.specifier))
+        .map(|i| Declaration::of(i.specifier.clone()))
+        .collect();
+    catalog.resolve_for_execution(&declarations)
+}
+
+/// Fills in where an import-related error's specifier is imported, when the guest could not.
+fn locate_in(mut error: RunError, imports: &[BodyImport]) -> RunError {
+    if error.line.is_none()
+        && let Some(import) = error
+            .specifier
+            .as_deref()
+            .and_then(|s| imports.iter().find(|i| i.specifier == s))
+    {
+        error.line = Some(import.line);
+        error.column = Some(import.column);
+    }
+    error
 }
 
 /// A resolution's first error status as the run error the guest would end with, so a run
@@ -269,7 +398,8 @@ fn failed(error: RunError) -> RunOutcome {
 }
 
 /// The body's static imports resolved through the catalog (their errors end the run in the
-/// guest with `module-not-found` / `module-unavailable`), or its syntax error.
+/// guest with `module-not-found` / `module-unavailable`), or its syntax error. Parses in this
+/// process: for [`Engines`] runs (in process).
 pub fn resolve_body(
     code: &str,
     catalog: &dyn SandboxModuleCatalog,
@@ -279,30 +409,16 @@ pub fn resolve_body(
         column: Some(e.column),
         ..RunError::new(RunErrorCode::SyntaxError, e.message)
     })?;
-    // Only sandbox-specifier-shaped imports are declarations; anything else (`node:fs`, a path,
-    // a URL) is left for the loader to refuse by name.
-    let declarations: Vec<Declaration> = imports
-        .into_iter()
-        .filter(|i| nodetool_protocol::names::is_specifier(&i.specifier))
-        .map(|i| Declaration::of(i.specifier))
-        .collect();
-    Ok(catalog.resolve_for_execution(&declarations))
+    Ok(resolve_imports(&imports, catalog))
 }
 
-/// Fills in where an import-related error's specifier is imported, when the guest could not.
-pub fn locate_import(mut error: RunError, code: &str) -> RunError {
-    if error.line.is_none()
-        && let Some(import) = error.specifier.as_deref().and_then(|s| {
-            body_imports(code)
-                .ok()?
-                .into_iter()
-                .find(|i| i.specifier == s)
-        })
-    {
-        error.line = Some(import.line);
-        error.column = Some(import.column);
+/// Fills in where an import-related error's specifier is imported, when the guest could not
+/// (parses the body in this process).
+pub fn locate_import(error: RunError, code: &str) -> RunError {
+    match body_imports(code) {
+        Ok(imports) => locate_in(error, &imports),
+        Err(_) => error,
     }
-    error
 }
 
 #[cfg(test)]

@@ -135,8 +135,39 @@ impl<'a> VisitJs<'a> for Dynamic {
     }
 }
 
+/// What parsing one body found, before the catalog is asked: its issues and its static
+/// imports with their positions (deduplicated, in order). The one step of validation that
+/// parses untrusted code, so a front end can run it where a parser crash harms nobody.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BodyAnalysis {
+    /// Syntax and module issues.
+    pub issues: Vec<Issue>,
+    /// The static imports, each once, where they are first written.
+    pub imports: Vec<crate::BodyImport>,
+}
+
+impl Issue {
+    /// The stable issue code `code` names, if it is one (for an issue that crossed a process).
+    pub fn known_code(code: &str) -> Option<&'static str> {
+        [
+            "code_syntax",
+            "code_module",
+            "code_package_unavailable",
+            "code_package_mismatch",
+        ]
+        .into_iter()
+        .find(|c| *c == code)
+    }
+}
+
+/// Parses one body: [`BodyAnalysis`].
+pub fn analyze_body(node_id: &str, code: &str) -> BodyAnalysis {
+    let (issues, imports) = validate_body(node_id, code);
+    BodyAnalysis { issues, imports }
+}
+
 /// Validates one body: its issues and its static imports (deduplicated, in order).
-pub fn validate_body(node_id: &str, code: &str) -> (Vec<Issue>, Vec<String>) {
+fn validate_body(node_id: &str, code: &str) -> (Vec<Issue>, Vec<crate::BodyImport>) {
     let issue = |severity, code: &'static str, message: String, at: Option<(u32, u32)>| Issue {
         node_id: node_id.to_string(),
         severity,
@@ -202,10 +233,10 @@ pub fn validate_body(node_id: &str, code: &str) -> (Vec<Issue>, Vec<String>) {
             Some(position(&dynamic.body, first)),
         ));
     }
-    let mut imports: Vec<String> = Vec::new();
+    let mut imports: Vec<crate::BodyImport> = Vec::new();
     for i in entry.imports {
-        if !imports.contains(&i.specifier) {
-            imports.push(i.specifier);
+        if !imports.iter().any(|seen| seen.specifier == i.specifier) {
+            imports.push(i);
         }
     }
     (issues, imports)
@@ -216,25 +247,37 @@ pub fn validate_graph(
     document: &serde_json::Value,
     catalog: &dyn SandboxModuleCatalog,
 ) -> Result<Vec<Issue>, GraphError> {
+    validate_graph_with(document, catalog, &mut |node, code| {
+        analyze_body(node, code)
+    })
+}
+
+/// [`validate_graph`] with each body parsed by `analyze` (for example in a sandbox worker);
+/// this function itself never parses a body.
+pub fn validate_graph_with(
+    document: &serde_json::Value,
+    catalog: &dyn SandboxModuleCatalog,
+    analyze: &mut dyn FnMut(&str, &str) -> BodyAnalysis,
+) -> Result<Vec<Issue>, GraphError> {
     let mut issues = Vec::new();
     for node in code_nodes(document)? {
-        let (mut found, imports) = validate_body(&node.id, &node.code);
+        let BodyAnalysis {
+            issues: mut found,
+            imports,
+        } = analyze(&node.id, &node.code);
         issues.append(&mut found);
         // An import that is not shaped like a sandbox specifier (`node:fs`, a path, a URL) is
         // never a pack: the loader refuses it by name, so it is a module error, not a missing
         // package.
-        let (specifiers, foreign): (Vec<&String>, Vec<&String>) = imports
+        let (specifiers, foreign): (Vec<&crate::BodyImport>, Vec<&crate::BodyImport>) = imports
             .iter()
-            .partition(|i| nodetool_protocol::names::is_specifier(i));
-        if !foreign.is_empty() {
+            .partition(|i| nodetool_protocol::names::is_specifier(&i.specifier));
+        if let Some(first) = foreign.first() {
             let names = foreign
                 .iter()
-                .map(|f| format!("\"{f}\""))
+                .map(|f| format!("\"{}\"", f.specifier))
                 .collect::<Vec<_>>()
                 .join(", ");
-            let first = build_entry(&node.code)
-                .ok()
-                .and_then(|e| e.imports.into_iter().find(|i| i.specifier == *foreign[0]));
             issues.push(Issue {
                 node_id: node.id.clone(),
                 severity: Severity::Error,
@@ -242,18 +285,18 @@ pub fn validate_graph(
                 message: format!(
                     "The code imports {names}, which the sandbox refuses: only installed sandbox packs resolve, imported by package name (`@scope/pack` or `@scope/pack/module`)."
                 ),
-                line: first.as_ref().map(|i| i.line),
-                column: first.as_ref().map(|i| i.column),
+                line: Some(first.line),
+                column: Some(first.column),
             });
         }
         let declarations: Vec<Declaration> = specifiers
-            .into_iter()
-            .map(|specifier| {
+            .iter()
+            .map(|import| {
                 node.stamps
                     .iter()
-                    .find(|s| s.specifier == *specifier)
+                    .find(|s| s.specifier == import.specifier)
                     .cloned()
-                    .unwrap_or_else(|| Declaration::of(specifier))
+                    .unwrap_or_else(|| Declaration::of(import.specifier.clone()))
             })
             .collect();
         let resolution = catalog.resolve_for_execution(&declarations);
@@ -271,13 +314,7 @@ pub fn validate_graph(
             let at = status
                 .specifier
                 .as_deref()
-                .and_then(|s| {
-                    build_entry(&node.code)
-                        .ok()?
-                        .imports
-                        .into_iter()
-                        .find(|i| i.specifier == s)
-                })
+                .and_then(|s| specifiers.iter().find(|i| i.specifier == s))
                 .map(|i| (i.line, i.column));
             issues.push(Issue {
                 node_id: node.id.clone(),
@@ -323,7 +360,10 @@ pub fn lock_graph(
             .unwrap_or_default()
             .to_string();
         let (_, imports) = validate_body("", &code);
-        let declarations: Vec<Declaration> = imports.iter().map(Declaration::of).collect();
+        let declarations: Vec<Declaration> = imports
+            .iter()
+            .map(|i| Declaration::of(i.specifier.clone()))
+            .collect();
         let resolution = catalog.resolve_for_execution(&declarations);
         let stamps: Vec<Declaration> = resolution
             .modules
@@ -380,7 +420,8 @@ mod tests {
             "n",
             "import a from 'p'; import b from 'p'; import 'q'; return 1",
         );
-        assert_eq!(imports, ["p", "q"]);
+        let specifiers: Vec<&str> = imports.iter().map(|i| i.specifier.as_str()).collect();
+        assert_eq!(specifiers, ["p", "q"]);
     }
 
     #[test]

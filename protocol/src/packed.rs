@@ -575,6 +575,11 @@ impl Packed {
 /// (a deep tree would also be dropped recursively).
 pub const MAX_WIRE_DEPTH: usize = 128;
 
+/// The most bytes of strings, bytes and containers the value [`Packed::from_bytes`] accepts
+/// may stand for once expanded. A shared string is stored once but counts at every use, so a
+/// small tape cannot ask its reader for gigabytes.
+pub const MAX_WIRE_EXPANDED_BYTES: usize = 512 * 1024 * 1024;
+
 impl Packed {
     /// The value as one byte string, for a trip between processes: the tape, the text and the
     /// keys, each behind a LEB128 length ([`Packed::from_bytes`] reads it back).
@@ -628,7 +633,18 @@ impl Packed {
         }
         let packed = Packed { tape, text, keys };
         let mut depth = 0usize;
+        let mut expanded = 0usize;
         packed.walk(|token| -> Result<(), PackedError> {
+            // Every token costs at least a value's worth; strings and bytes their length.
+            expanded = expanded.saturating_add(match token {
+                Token::String(s) | Token::Shared(s, _) => s.len() + 16,
+                Token::Bytes(b) => b.len() + 16,
+                Token::Key(k) => packed.keys.get(k as usize).map_or(16, |k| k.len() + 16),
+                _ => 16,
+            });
+            if expanded > MAX_WIRE_EXPANDED_BYTES {
+                return Err(bad("a value larger than the wire allows once expanded"));
+            }
             match token {
                 Token::Array | Token::Object => {
                     depth += 1;
@@ -723,6 +739,26 @@ mod tests {
         lying.pop();
         lying.extend_from_slice(&[0xff, 0xff, 0xff, 0xff, 0x0f]);
         assert!(Packed::from_bytes(&lying).is_err());
+    }
+
+    #[test]
+    fn a_shared_string_repeated_past_the_expansion_cap_is_refused() {
+        let mut w = PackedWriter::new();
+        let mut cache = SharedCache::new();
+        let long = "x".repeat(MAX_SHARED_LEN);
+        w.begin_array();
+        // 64 bytes counted per use: 10 million uses are 800 MB expanded from a ~20 MB tape.
+        for _ in 0..10_000_000 {
+            w.shared_string(&mut cache, &long);
+        }
+        w.end();
+        let bytes = w.finish().map(|p| p.to_bytes()).unwrap_or_default();
+        assert!(bytes.len() < 32 * 1024 * 1024);
+        let refused = Packed::from_bytes(&bytes)
+            .err()
+            .map(|e| e.0)
+            .unwrap_or_default();
+        assert!(refused.contains("larger than the wire allows"), "{refused}");
     }
 
     #[test]

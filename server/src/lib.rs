@@ -121,14 +121,15 @@ pub trait CatalogSource: Send + Sync + 'static {
         None
     }
 
-    /// Compiles the shipped guest packs `code` imports that nothing compiled yet and discovers
-    /// again (blocking), as `nodetool run` does; `None` when there was nothing to compile.
+    /// Compiles the shipped guest packs among a body's `imports` that nothing compiled yet and
+    /// discovers again (blocking), as `nodetool run` does; `None` when there was nothing to
+    /// compile.
     fn compile_first_use(
         &self,
-        code: &str,
+        imports: &[nodetool_guest::BodyImport],
         catalog: &dyn SandboxModuleCatalog,
     ) -> Option<Arc<dyn SandboxModuleCatalog>> {
-        let _ = (code, catalog);
+        let _ = (imports, catalog);
         None
     }
 }
@@ -155,13 +156,13 @@ impl CatalogSource for Discovery {
 
     fn compile_first_use(
         &self,
-        code: &str,
+        imports: &[nodetool_guest::BodyImport],
         catalog: &dyn SandboxModuleCatalog,
     ) -> Option<Arc<dyn SandboxModuleCatalog>> {
         let cache = self.first_use.as_ref()?.blocking_lock();
         let roots = self.sources.roots().ok()?;
         // Asked again under the lock: a run that waited for it may find the work done.
-        let entries = nodetool_frontend::first_use::pending_entries(code, catalog, &roots);
+        let entries = nodetool_frontend::first_use::pending_entries(imports, catalog, &roots);
         let stored = nodetool_frontend::first_use::compile_entries(
             &entries,
             &cache,
@@ -367,8 +368,8 @@ impl AppState {
         self.0.draining.load(Ordering::Acquire)
     }
 
-    /// Begins the drain: no new work is admitted, `/readyz` says so, and runs waiting for a
-    /// sandbox worker end now.
+    /// Begins the drain: no new work is admitted and `/readyz` says so; work already admitted
+    /// finishes (each run by its deadline plus the grace).
     pub fn begin_draining(&self) {
         self.0.draining.store(true, Ordering::Release);
         self.0.runner.drain();
@@ -388,14 +389,14 @@ impl AppState {
         None
     }
 
-    /// Compiles what `code` needs on first use and swaps the new catalog in (blocking); the
-    /// catalog to run with.
+    /// Compiles what a body's `imports` need on first use and swaps the new catalog in
+    /// (blocking); the catalog to run with.
     fn catalog_for(
         &self,
-        code: &str,
+        imports: &[nodetool_guest::BodyImport],
         catalog: Arc<dyn SandboxModuleCatalog>,
     ) -> Arc<dyn SandboxModuleCatalog> {
-        match self.0.source.compile_first_use(code, catalog.as_ref()) {
+        match self.0.source.compile_first_use(imports, catalog.as_ref()) {
             Some(compiled) => {
                 self.0.catalog.replace(Arc::clone(&compiled));
                 compiled

@@ -108,11 +108,22 @@ pub(crate) async fn run(
     let outcome = tokio::task::spawn_blocking(move || {
         let _admitted = admitted;
         let state = running;
-        // A shipped pack the body imports compiles now if nothing compiled it yet, as in
-        // `nodetool run`.
-        let catalog = state.catalog_for(&request.code, catalog);
-        runner.run_body(
+        // The body is parsed in a worker (never here); a shipped pack it imports compiles now
+        // if nothing compiled it yet, as in `nodetool run`.
+        let imports = match runner.scan(&request.code, Some(&cancel)) {
+            Ok(imports) => imports,
+            Err(error) => {
+                return nodetool_guest::RunOutcome {
+                    result: Err(error),
+                    logs: Vec::new(),
+                    duration: Duration::ZERO,
+                };
+            }
+        };
+        let catalog = state.catalog_for(&imports, catalog);
+        runner.run_scanned(
             catalog.as_ref(),
+            &imports,
             BodyRun {
                 code: &request.code,
                 inputs: &inputs,
@@ -136,9 +147,11 @@ pub(crate) async fn validate(
 ) -> Result<Json<JsonValue>, ApiError> {
     let admitted = state.admit(Work::Validate).await?;
     let catalog = state.catalog();
+    let runner = state.runner();
     let issues = tokio::task::spawn_blocking(move || {
         let _admitted = admitted;
-        nodetool_guest::validate::validate_graph(&request.graph, catalog.as_ref())
+        // Every body is parsed in a sandbox worker, never in the server.
+        runner.validate_graph(&request.graph, catalog.as_ref())
     })
     .await
     .map_err(|e| ApiError::Internal(format!("a validation panicked: {e}")))?

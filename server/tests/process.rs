@@ -401,3 +401,87 @@ fn a_client_that_goes_away_cancels_its_run_and_frees_the_slot() {
         );
     }
 }
+
+#[test]
+fn hostile_bodies_never_reach_a_parser_in_the_server_and_workers_recover() {
+    let world = World::shipped_packs();
+    let mut server = ServerProcess::start(&world, &["--max-runs", "1"]);
+    let _logs = stderr_lines(&mut server);
+    let deep = format!(
+        "// import\nreturn {}1{};",
+        "(".repeat(20_000),
+        ")".repeat(20_000)
+    );
+    // A 40 KB body nested too deeply for the parser: an answer, and the server lives on.
+    let (status, answer) = post_run(&server, &json!({ "code": deep }));
+    assert_eq!(status, 200);
+    assert_ne!(answer["ok"], json!(true), "{answer}");
+    // Deeper than a worker's parser stack holds: the finding says it could not be checked.
+    let graph = json!({ "graph": { "nodes": [{ "id": "n", "type": "nodetool.code.Code", "data": { "code": format!("return {}1{};", "(".repeat(400_000), ")".repeat(400_000)) } }] } });
+    let response = must(
+        agent()
+            .post(&server.url("/api/validate"))
+            .header("content-type", "application/json")
+            .send(graph.to_string()),
+        "POST /api/validate",
+    );
+    let (status, _, text) = read(response);
+    assert_eq!(status, 200, "{text}");
+    assert!(
+        text.contains("code_syntax") && text.contains("stack"),
+        "{}",
+        text.get(..400).unwrap_or(&text)
+    );
+    let (status, answer) = post_run(&server, &json!({ "code": "return 1;" }));
+    assert_eq!(
+        (status, answer["result"].clone()),
+        (200, json!(1)),
+        "{answer}"
+    );
+
+    // A worker killed while idle is replaced; the next run is not charged with its death.
+    std::thread::sleep(Duration::from_millis(300));
+    for pid in process_tree(server.child.id()).into_iter().skip(1) {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    std::thread::sleep(Duration::from_millis(100));
+    let (status, answer) = post_run(&server, &json!({ "code": "return 2;" }));
+    assert_eq!(
+        (status, answer["result"].clone()),
+        (200, json!(2)),
+        "{answer}"
+    );
+
+    // Host work a run did not wait for dies with its worker: nothing burns CPU afterwards.
+    let unawaited = "import { unified } from '@nodetool-ai/sandbox-diff';\nconst a = Array.from({ length: 40000 }, (_, i) => 'a' + i).join('\\n');\nconst b = Array.from({ length: 40000 }, (_, i) => 'b' + i).join('\\n');\nunified(a, b).catch(() => {});\nreturn 'x';";
+    let (status, answer) = post_run(&server, &json!({ "code": unawaited }));
+    assert_eq!(
+        (status, answer["result"].clone()),
+        (200, json!("x")),
+        "{answer}"
+    );
+    std::thread::sleep(Duration::from_millis(500));
+    let before: f64 = process_tree(server.child.id())
+        .iter()
+        .map(|p| cpu_seconds(*p))
+        .sum();
+    std::thread::sleep(Duration::from_secs(1));
+    let after: f64 = process_tree(server.child.id())
+        .iter()
+        .map(|p| cpu_seconds(*p))
+        .sum();
+    assert!(
+        after - before < 0.3,
+        "{:.2} CPU seconds in one idle second",
+        after - before
+    );
+
+    // A run's teardown is not the next run's time: a large heap, then a 100 ms run.
+    let heavy = "globalThis.keep = []; for (let i = 0; i < 1.2e5; i++) keep.push({ i, s: 'v' + i, a: [i] }); return 1;";
+    let (_, answer) = post_run(&server, &json!({ "code": heavy }));
+    assert_eq!(answer["result"], json!(1), "{answer}");
+    let (_, answer) = post_run(&server, &json!({ "code": "return 3;", "timeoutMs": 100 }));
+    assert_eq!(answer["result"], json!(3), "{answer}");
+}

@@ -21,8 +21,9 @@ use nodetool_protocol::packed::Packed;
 use nodetool_protocol::run::{RunError, RunErrorCode};
 
 use super::wire::{
-    self, BlobWriter, Frame, FromWorker, MAX_RESULT_BYTES, RunAnswer, RunOrder, ToWorker,
-    WireCapabilities, WireError, WireLimits, WireModule, WorkerReady,
+    self, BlobWriter, Frame, FromWorker, MAX_RESULT_BYTES, RunAnswer, RunOrder, ScanAnswer,
+    ScanOrder, ToWorker, WireCapabilities, WireError, WireIssue, WireLimits, WireModule, WirePlace,
+    WorkerReady,
 };
 use crate::fetch::HttpClient;
 use crate::run::{BodyRun, Engines};
@@ -35,6 +36,9 @@ pub const WORKER_ARG: &str = "--nodetool-sandbox-worker";
 /// The argument before the worker's data ceiling in bytes.
 pub const MEMORY_ARG: &str = "--memory-bytes";
 
+/// The argument before the supervisor's process id.
+pub const PARENT_ARG: &str = "--parent-pid";
+
 /// Runs the sandbox worker and returns its exit status when this process was started as one
 /// (its first argument is [`WORKER_ARG`]); `None` otherwise. Call it first thing in `main`.
 pub fn run_if_worker() -> Option<ExitCode> {
@@ -43,21 +47,29 @@ pub fn run_if_worker() -> Option<ExitCode> {
         return None;
     }
     let mut memory = None;
+    let mut parent = None;
     while let Some(arg) = args.next() {
+        let value = args
+            .next()
+            .and_then(|v| v.to_str().and_then(|v| v.parse::<u64>().ok()));
         if arg == MEMORY_ARG {
-            memory = args
-                .next()
-                .and_then(|v| v.to_str().and_then(|v| v.parse::<u64>().ok()));
+            memory = value;
+        } else if arg == PARENT_ARG {
+            parent = value;
         }
     }
-    Some(worker_main(memory))
+    Some(worker_main(memory, parent))
 }
 
-fn worker_main(memory: Option<u64>) -> ExitCode {
+fn worker_main(memory: Option<u64>, parent: Option<u64>) -> ExitCode {
     use rustix::process::{Resource, Rlimit, Signal, setrlimit};
-    // Die with the supervisor; if it is already gone, there is nobody to answer.
+    // Die with the supervisor; if it is already gone (this process was adopted by init or a
+    // subreaper), there is nobody to answer.
     let _ = rustix::process::set_parent_process_death_signal(Some(Signal::KILL));
-    if rustix::process::getppid().is_none_or(|p| p.as_raw_nonzero().get() == 1) {
+    let parent_now = rustix::process::getppid().map(|p| p.as_raw_nonzero().get());
+    if parent_now
+        .is_none_or(|p| parent.is_some_and(|expected| u64::try_from(p).ok() != Some(expected)))
+    {
         return ExitCode::from(3);
     }
     let _ = setrlimit(
@@ -96,6 +108,31 @@ fn worker_main(memory: Option<u64>) -> ExitCode {
         return ExitCode::from(3);
     }
 
+    // Orders are served on a thread whose stack is fixed (and counted in the data ceiling):
+    // the main thread's stack grows up to whatever RLIMIT_STACK allows, which the ceiling does
+    // not cover. A parser recursing past this stack ends the worker, never the front end.
+    // A quarter of a small ceiling at most, so the stack itself fits under it.
+    let stack = memory.map_or(RUN_STACK_BYTES, |m| {
+        RUN_STACK_BYTES.min(usize::try_from(m / 4).unwrap_or(usize::MAX))
+    });
+    let served = std::thread::Builder::new()
+        .name("worker-run".into())
+        .stack_size(stack.max(2 * 1024 * 1024))
+        .spawn(move || serve(out));
+    match served.map(std::thread::JoinHandle::join) {
+        Ok(Ok(())) => ExitCode::SUCCESS,
+        _ => ExitCode::from(3),
+    }
+}
+
+/// The stack of the thread that parses and runs bodies (less under a small memory ceiling).
+const RUN_STACK_BYTES: usize = 64 * 1024 * 1024;
+
+/// How long a worker waits, after a run, for host work the run started to finish before it
+/// asks to be replaced.
+const HOST_WORK_SETTLE: Duration = Duration::from_millis(50);
+
+fn serve(mut out: BufWriter<File>) {
     let artifacts = Arc::new(Artifacts::default());
     let engines = Engines::for_worker(Arc::clone(&artifacts) as Arc<dyn ArtifactStore>);
     engines.prepare(&RunLimits::STANDARD);
@@ -105,7 +142,23 @@ fn worker_main(memory: Option<u64>) -> ExitCode {
     // killed, so nothing needs to read the channel while a run executes. The supervisor
     // closing the channel (or sending something no supervisor sends) ends the worker.
     while let Ok(frame) = wire::read_frame::<ToWorker>(&mut input) {
-        let (ToWorker::Run(order), frame) = frame.split();
+        let (order, frame) = frame.split();
+        let order = match order {
+            ToWorker::Run(order) => order,
+            ToWorker::Scan(order) => {
+                let answer = scan(&frame, &order);
+                if wire::write_frame(
+                    &mut out,
+                    &FromWorker::Scanned(answer),
+                    &BlobWriter::default(),
+                )
+                .is_err()
+                {
+                    return;
+                }
+                continue;
+            }
+        };
         let id = order.id;
         let started = Instant::now();
         let mut blob = BlobWriter::default();
@@ -132,18 +185,88 @@ fn worker_main(memory: Option<u64>) -> ExitCode {
         let answer = RunAnswer {
             retire,
             artifacts: produced,
+            host_work_left: host_work_left(),
             ..answer
         };
-        if wire::write_frame(&mut out, &FromWorker::Answer(answer), &blob).is_err() || retire {
-            break;
+        let leaving = retire || answer.host_work_left;
+        if wire::write_frame(&mut out, &FromWorker::Answer(answer), &blob).is_err() || leaving {
+            return;
         }
         drop(blob);
         drop(frame);
         // The answer is out: tear the run down and build the next one's engine while the
-        // supervisor reads it and nobody waits on this process.
+        // supervisor reads it, then say so (the next order waits for that, so this time is
+        // never part of a run's deadline).
         engines.prepare(&RunLimits::STANDARD);
+        if wire::write_frame(&mut out, &FromWorker::Prepared, &BlobWriter::default()).is_err() {
+            return;
+        }
     }
-    ExitCode::SUCCESS
+}
+
+/// Whether host work a run started (a host-module call or a `fetch` it did not await) is still
+/// executing, after giving what just answered a moment to finish.
+fn host_work_left() -> bool {
+    let busy = || nodetool_host_modules::calls_running() + crate::fetch::requests_running() > 0;
+    let until = Instant::now() + HOST_WORK_SETTLE;
+    while busy() {
+        if Instant::now() >= until {
+            return true;
+        }
+        std::thread::sleep(Duration::from_millis(1));
+    }
+    false
+}
+
+/// A scan order: the body's imports or its syntax error, or its validation findings.
+fn scan(frame: &Frame<()>, order: &ScanOrder) -> ScanAnswer {
+    let mut answer = ScanAnswer {
+        id: order.id,
+        imports: Vec::new(),
+        syntax_error: None,
+        issues: Vec::new(),
+    };
+    let Ok(code) = frame.blob().text(order.code) else {
+        answer.syntax_error = Some(WirePlace {
+            text: "the body is not UTF-8 text".into(),
+            line: 1,
+            column: 1,
+        });
+        return answer;
+    };
+    let place = |i: &nodetool_guest::BodyImport| WirePlace {
+        text: i.specifier.clone(),
+        line: i.line,
+        column: i.column,
+    };
+    match &order.node {
+        Some(node) => {
+            let analysis = nodetool_guest::validate::analyze_body(node, code);
+            answer.imports = analysis.imports.iter().map(place).collect();
+            answer.issues = analysis
+                .issues
+                .into_iter()
+                .map(|i| WireIssue {
+                    error: i.severity == nodetool_guest::validate::Severity::Error,
+                    code: i.code.to_string(),
+                    message: i.message,
+                    line: i.line,
+                    column: i.column,
+                })
+                .collect();
+        }
+        None => match nodetool_guest::body_imports(code) {
+            Ok(imports) => answer.imports = imports.iter().map(place).collect(),
+            Err(e) => {
+                answer.syntax_error = Some(WirePlace {
+                    text: e.message,
+                    line: e.line,
+                    column: e.column,
+                });
+            }
+        },
+    }
+    answer
 }
 
 fn failed(id: u64, error: RunError, started: Instant) -> RunAnswer {
@@ -155,6 +278,7 @@ fn failed(id: u64, error: RunError, started: Instant) -> RunAnswer {
         duration_us: duration_us(started.elapsed()),
         retire: false,
         artifacts: Vec::new(),
+        host_work_left: false,
     }
 }
 
@@ -242,6 +366,7 @@ fn execute(
         duration_us: duration,
         retire: false,
         artifacts: Vec::new(),
+        host_work_left: false,
     })
 }
 

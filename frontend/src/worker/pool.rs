@@ -23,14 +23,14 @@ use std::time::{Duration, Instant};
 use nodetool_guest::{CancelToken, Capabilities, RunLimits, RunOutcome};
 use nodetool_protocol::catalog::{FileContent, Resolution, ResolvedKind};
 use nodetool_protocol::packed::Packed;
-use nodetool_protocol::run::{LogEntry, RunError, RunErrorCode};
+use nodetool_protocol::run::{RunError, RunErrorCode};
 use nodetool_protocol::value::Value;
 
-use super::child::{MEMORY_ARG, WORKER_ARG};
+use super::child::{MEMORY_ARG, PARENT_ARG, WORKER_ARG};
 use super::wire::{
-    self, BlobWriter, Frame, FrameReader, FromWorker, RunAnswer, RunOrder, ToWorker,
-    WireCapabilities, WireError, WireFetch, WireLimits, WireModule, WireResolved, WireWorkspace,
-    module_key,
+    self, BlobWriter, Frame, FrameReader, FromWorker, RunAnswer, RunOrder, ScanAnswer, ScanOrder,
+    ToWorker, WireCapabilities, WireError, WireFetch, WireLimits, WireModule, WireResolved,
+    WireWorkspace, module_key,
 };
 
 /// How workers are started and retired. There is no `Default` for the program:
@@ -129,6 +129,12 @@ const READY_TIMEOUT: Duration = Duration::from_secs(20);
 /// The module bytes a worker may hold before it is recycled (it keeps every module it was sent).
 const MAX_KNOWN_BYTES: usize = 96 * 1024 * 1024;
 
+/// How long a worker may take to tear its last run down before it is handed out again.
+const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How long parsing one body (for its imports, or to validate it) may take in a worker.
+pub const SCAN_TIMEOUT: Duration = Duration::from_secs(10);
+
 /// How often a waiting run looks at its cancel token.
 const CANCEL_POLL: Duration = Duration::from_millis(10);
 
@@ -158,6 +164,8 @@ struct Worker {
     known: HashSet<String>,
     known_bytes: usize,
     runs: u32,
+    /// It answered a run and will say `Prepared` once it has torn it down.
+    settling: bool,
 }
 
 impl Drop for Worker {
@@ -176,6 +184,14 @@ struct StderrTail {
 }
 
 impl StderrTail {
+    /// Forgets what an earlier order's work wrote.
+    fn clear(&self) {
+        self.tail
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clear();
+    }
+
     fn text(&self, wait: Duration) -> String {
         let closed = self.closed.lock().unwrap_or_else(PoisonError::into_inner);
         let _ = self
@@ -272,16 +288,12 @@ impl WorkerPool {
         self.lock().idle.len()
     }
 
-    /// Stops admitting runs: runs waiting for a worker end as `cancelled`, runs in flight go on
-    /// (each is bounded by its deadline plus the grace), idle workers are stopped.
+    /// Marks the pool as shutting down (what readiness reports). Runs already admitted by the
+    /// front end still get workers and finish; refusing new work is the front end's admission's
+    /// job, and the workers end with the pool (or the process).
     pub fn drain(&self) {
-        let idle = {
-            let mut state = self.lock();
-            state.draining = true;
-            std::mem::take(&mut state.idle)
-        };
+        self.lock().draining = true;
         self.0.changed.notify_all();
-        drop(idle);
     }
 
     /// Whether [`WorkerPool::drain`] was called.
@@ -302,6 +314,8 @@ impl WorkerPool {
             .arg(WORKER_ARG)
             .arg(MEMORY_ARG)
             .arg(options.memory_bytes.to_string())
+            .arg(PARENT_ARG)
+            .arg(std::process::id().to_string())
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -349,6 +363,7 @@ impl WorkerPool {
             known: HashSet::new(),
             known_bytes: 0,
             runs: 0,
+            settling: false,
         };
         if let Err(e) = spawned {
             return Err(WorkerStartError(format!(
@@ -397,13 +412,7 @@ impl WorkerPool {
 
     /// Starts a replacement on a thread of its own; its slot opens when it is ready.
     fn replace(&self) {
-        {
-            let mut state = self.lock();
-            if state.draining {
-                return;
-            }
-            state.starting += 1;
-        }
+        self.lock().starting += 1;
         let pool = self.clone();
         let started = std::thread::Builder::new()
             .name("worker-respawn".into())
@@ -412,8 +421,7 @@ impl WorkerPool {
                 let mut state = pool.lock();
                 state.starting -= 1;
                 match worker {
-                    Ok(worker) if !state.draining => state.idle.push(worker),
-                    Ok(_) => {}
+                    Ok(worker) => state.idle.push(worker),
                     Err(e) => state.last_error = Some(e.0),
                 }
                 drop(state);
@@ -426,16 +434,39 @@ impl WorkerPool {
     }
 
     /// An idle worker, waiting for a replacement when none is idle; starts one itself when
-    /// nothing else is starting.
+    /// nothing else is starting. A worker still tearing its last run down is waited for (its
+    /// `Prepared` frame) before it is handed out, so that time never counts against the next
+    /// run's deadline; one that died while idle is replaced, never charged to a run.
     fn take(&self, cancel: Option<&CancelToken>) -> Result<Worker, RunError> {
+        loop {
+            let mut worker = self.take_any(cancel)?;
+            if !worker.settling {
+                return Ok(worker);
+            }
+            match worker
+                .frames
+                .next::<FromWorker>(Instant::now() + SETTLE_TIMEOUT)
+            {
+                Ok(Some(Frame {
+                    header: FromWorker::Prepared,
+                    ..
+                })) => {
+                    worker.settling = false;
+                    return Ok(worker);
+                }
+                // Dead, silent or confused while idle: replaced, and the next one is tried.
+                _ => {
+                    self.0.counts.crashed.fetch_add(1, Ordering::Relaxed);
+                    drop(worker);
+                    self.replace();
+                }
+            }
+        }
+    }
+
+    fn take_any(&self, cancel: Option<&CancelToken>) -> Result<Worker, RunError> {
         let mut state = self.lock();
         loop {
-            if state.draining {
-                return Err(RunError::new(
-                    RunErrorCode::Cancelled,
-                    "the sandbox is shutting down; the run was not started",
-                ));
-            }
             if let Some(worker) = state.idle.pop() {
                 return Ok(worker);
             }
@@ -476,45 +507,123 @@ impl WorkerPool {
             self.replace();
             return;
         }
-        let mut state = self.lock();
-        if state.draining {
-            drop(state);
-            drop(worker);
-            return;
-        }
-        state.idle.push(worker);
-        drop(state);
+        self.lock().idle.push(worker);
         self.0.changed.notify_one();
+    }
+
+    /// Sends the order `build` makes for a worker taken from the pool (the worker decides which
+    /// modules it is sent by key) and waits for the frame answering `id` until the deadline
+    /// `kill_after` gives from the moment the order was written, or a cancellation. A worker
+    /// found dead when the order is written was idle, not running anything of this caller's:
+    /// it is replaced and the order goes to another, once. On every failure the worker is gone
+    /// (killed or dead) and replaced; `sent` hears of the worker the order went to.
+    fn exchange(
+        &self,
+        id: u64,
+        cancel: Option<&CancelToken>,
+        kill_after: Duration,
+        on_timeout: &dyn Fn() -> RunError,
+        build: &mut dyn FnMut(&Worker) -> (ToWorker, BlobWriter),
+        sent: &mut dyn FnMut(&mut Worker, Instant),
+    ) -> Result<(Worker, FromWorker, Frame<()>), RunError> {
+        let mut attempts = 0;
+        let (mut worker, kill_at) = loop {
+            let mut worker = self.take(cancel)?;
+            worker.stderr.clear();
+            let (order, blob) = build(&worker);
+            match wire::write_frame(&mut worker.stdin, &order, &blob) {
+                Ok(()) => {
+                    let now = Instant::now();
+                    sent(&mut worker, now);
+                    break (worker, now + kill_after);
+                }
+                Err(WireError::Malformed(why)) => {
+                    self.give_back(worker, false);
+                    return Err(RunError::new(
+                        RunErrorCode::RuntimeError,
+                        format!("the run could not be sent to its worker: {why}"),
+                    ));
+                }
+                Err(_) if attempts == 0 => {
+                    attempts += 1;
+                    self.0.counts.crashed.fetch_add(1, Ordering::Relaxed);
+                    drop(worker);
+                    self.replace();
+                }
+                Err(_) => return Err(self.died(worker)),
+            }
+        };
+        loop {
+            let now = Instant::now();
+            if now >= kill_at {
+                self.0.counts.killed.fetch_add(1, Ordering::Relaxed);
+                drop(worker);
+                self.replace();
+                return Err(on_timeout());
+            }
+            // A cancelled run's worker is killed at once: its client is gone, and a replacement
+            // costs a few milliseconds off anyone's path.
+            if cancel.is_some_and(CancelToken::is_cancelled) {
+                self.0.counts.killed.fetch_add(1, Ordering::Relaxed);
+                drop(worker);
+                self.replace();
+                return Err(RunError::new(
+                    RunErrorCode::Cancelled,
+                    "the run was cancelled",
+                ));
+            }
+            let until = if cancel.is_some() {
+                kill_at.min(now + CANCEL_POLL)
+            } else {
+                kill_at
+            };
+            match worker.frames.next::<FromWorker>(until) {
+                Ok(None) => {}
+                Ok(Some(frame)) if answers(&frame.header, id) => {
+                    let (header, frame) = frame.split();
+                    return Ok((worker, header, frame));
+                }
+                Ok(Some(_)) | Err(WireError::Malformed(_)) => {
+                    // A worker that says something no worker says is not trusted again.
+                    self.0.counts.crashed.fetch_add(1, Ordering::Relaxed);
+                    drop(worker);
+                    self.replace();
+                    return Err(RunError::new(
+                        RunErrorCode::SandboxCrashed,
+                        "the sandbox worker broke the protocol; it was stopped and replaced",
+                    ));
+                }
+                Err(WireError::Closed | WireError::Io(_)) => return Err(self.died(worker)),
+            }
+        }
     }
 
     /// Runs one body in a worker (see the module documentation for every way it can end).
     pub fn run(&self, run: PoolRun<'_>) -> RunOutcome {
         let started = Instant::now();
-        let fail = |error: RunError, logs: Vec<LogEntry>| RunOutcome {
+        let fail = |error: RunError| RunOutcome {
             result: Err(error),
-            logs,
+            logs: Vec::new(),
             duration: started.elapsed(),
         };
-        let mut worker = match self.take(run.cancel) {
-            Ok(w) => w,
-            Err(e) => return fail(e, Vec::new()),
-        };
         let id = self.0.next_id.fetch_add(1, Ordering::Relaxed);
-        let mut blob = BlobWriter::default();
-        let mut sent_keys = Vec::new();
-        let mut artifacts = Vec::new();
         let wasm_keys = artifact_keys(run.resolution);
-        let modules = run
-            .resolution
-            .modules
-            .iter()
-            .map(|m| {
-                let key = module_key(m);
-                if worker.known.contains(&key) {
-                    WireModule::Known(key)
-                } else {
+        let inputs = Packed::from_value(run.inputs).to_bytes();
+        let build = |worker: &Worker| {
+            let mut blob = BlobWriter::default();
+            let mut sent_keys: Vec<(String, usize)> = Vec::new();
+            let mut artifacts = Vec::new();
+            let modules = run
+                .resolution
+                .modules
+                .iter()
+                .map(|m| {
+                    let key = module_key(m);
+                    if worker.known.contains(&key) {
+                        return WireModule::Known(key);
+                    }
                     let before = blob.len();
-                    let module = WireResolved::write(m, &mut blob);
+                    let module = Box::new(WireResolved::write(m, &mut blob));
                     sent_keys.push((key.clone(), blob.len() - before));
                     // A module this worker has not compiled: its artifact, when one is kept.
                     if let Some((hex, artifact)) = wasm_keys
@@ -524,112 +633,116 @@ impl WorkerPool {
                         artifacts.push((hex.clone(), blob.push(&artifact)));
                     }
                     WireModule::Full { key, module }
-                }
-            })
-            .collect();
-        let order = RunOrder {
-            id,
-            code: blob.push(run.code.as_bytes()),
-            inputs: blob.push(&Packed::from_value(run.inputs).to_bytes()),
-            limits: wire_limits(&run.limits),
-            capabilities: wire_capabilities(run.capabilities),
-            modules,
-            statuses: run.resolution.statuses.clone(),
-            artifacts,
+                })
+                .collect();
+            let order = ToWorker::Run(RunOrder {
+                id,
+                code: blob.push(run.code.as_bytes()),
+                inputs: blob.push(&inputs),
+                limits: wire_limits(&run.limits),
+                capabilities: wire_capabilities(run.capabilities),
+                modules,
+                statuses: run.resolution.statuses.clone(),
+                artifacts,
+            });
+            (order, blob, sent_keys)
         };
-        // The clock starts when the order is handed over.
-        let sent = Instant::now();
-        if let Err(e) = wire::write_frame(&mut worker.stdin, &ToWorker::Run(order), &blob) {
-            drop(blob);
-            return match e {
-                WireError::Malformed(why) => {
-                    self.give_back(worker, false);
-                    fail(
-                        RunError::new(
-                            RunErrorCode::RuntimeError,
-                            format!("the run could not be sent to its worker: {why}"),
-                        ),
-                        Vec::new(),
-                    )
+        let mut deadline = Instant::now() + run.limits.timeout;
+        let sent_modules = std::cell::RefCell::new(Vec::new());
+        let exchanged = self.exchange(
+            id,
+            run.cancel,
+            run.limits.timeout + self.0.options.grace,
+            &|| timeout(&run.limits),
+            &mut |worker| {
+                let (order, blob, keys) = build(worker);
+                *sent_modules.borrow_mut() = keys;
+                (order, blob)
+            },
+            &mut |worker, at| {
+                // The clock starts when the order is handed over.
+                deadline = at + run.limits.timeout;
+                for (key, bytes) in sent_modules.borrow().iter() {
+                    worker.known.insert(key.clone());
+                    worker.known_bytes += bytes;
                 }
-                _ => {
-                    let error = self.died(worker);
-                    fail(error, Vec::new())
+                worker.runs += 1;
+            },
+        );
+        let (mut worker, header, frame) = match exchanged {
+            Ok(exchanged) => exchanged,
+            Err(e) => return fail(e),
+        };
+        let FromWorker::Answer(answer) = header else {
+            return fail(RunError::new(
+                RunErrorCode::SandboxCrashed,
+                "the sandbox worker broke the protocol; it was stopped and replaced",
+            ));
+        };
+        let retire = answer.retire || answer.host_work_left;
+        if let Some(store) = self.artifact_store() {
+            for (hex, span) in &answer.artifacts {
+                // Only a key of this run's modules, and bytes that read.
+                if wasm_keys.values().any(|k| k == hex)
+                    && let Ok(bytes) = frame.blob().get(*span)
+                {
+                    store.write(hex, bytes);
                 }
-            };
+            }
         }
-        drop(blob);
-        for (key, bytes) in sent_keys {
-            worker.known.insert(key);
-            worker.known_bytes += bytes;
+        let mut outcome = finish(answer, &frame, started);
+        // Late is late however long the answer took to read: never `ok` after the deadline.
+        if Instant::now() > deadline {
+            outcome.result = Err(timeout(&run.limits));
         }
-        worker.runs += 1;
-        let deadline = sent + run.limits.timeout;
-        let kill_at = deadline + self.0.options.grace;
-        loop {
-            let now = Instant::now();
-            if now >= kill_at {
-                self.0.counts.killed.fetch_add(1, Ordering::Relaxed);
-                drop(worker);
-                self.replace();
-                return fail(timeout(&run.limits), Vec::new());
-            }
-            // A cancelled run's worker is killed at once: its client is gone, and a replacement
-            // costs a few milliseconds off anyone's path.
-            if run.cancel.is_some_and(CancelToken::is_cancelled) {
-                self.0.counts.killed.fetch_add(1, Ordering::Relaxed);
-                drop(worker);
-                self.replace();
-                return fail(
-                    RunError::new(RunErrorCode::Cancelled, "the run was cancelled"),
-                    Vec::new(),
-                );
-            }
-            let until = if run.cancel.is_some() {
-                kill_at.min(now + CANCEL_POLL)
-            } else {
-                kill_at
-            };
-            match worker.frames.next::<FromWorker>(until) {
-                Ok(None) => {}
-                Ok(Some(frame)) if matches!(&frame.header, FromWorker::Answer(a) if a.id == id) => {
-                    let (FromWorker::Answer(answer), frame) = frame.split() else {
-                        continue;
-                    };
-                    let late = Instant::now() > deadline;
-                    let retire = answer.retire;
-                    if let Some(store) = self.artifact_store() {
-                        for (hex, span) in &answer.artifacts {
-                            // Only a key of this run's modules, and bytes that read.
-                            if wasm_keys.values().any(|k| k == hex)
-                                && let Ok(bytes) = frame.blob().get(*span)
-                            {
-                                store.write(hex, bytes);
-                            }
-                        }
-                    }
-                    let outcome = finish(answer, &frame, late, &run.limits, started);
-                    self.give_back(worker, retire);
-                    return outcome;
-                }
-                Ok(Some(_)) | Err(WireError::Malformed(_)) => {
-                    // A worker that says something no worker says is not trusted again.
-                    self.0.counts.crashed.fetch_add(1, Ordering::Relaxed);
-                    drop(worker);
-                    self.replace();
-                    return fail(
-                        RunError::new(
-                            RunErrorCode::SandboxCrashed,
-                            "the sandbox worker broke the protocol; it was stopped and replaced",
-                        ),
-                        Vec::new(),
-                    );
-                }
-                Err(WireError::Closed | WireError::Io(_)) => {
-                    let error = self.died(worker);
-                    return fail(error, Vec::new());
-                }
-            }
+        // It tears the run down and says `Prepared` before it is handed out again.
+        worker.settling = true;
+        self.give_back(worker, retire);
+        outcome
+    }
+
+    /// Parses a body in a worker: its static imports (or its syntax error), or, with `node`,
+    /// the validation findings of that Code node. The front end never parses untrusted code
+    /// itself: a parser that recursed off its stack takes a worker with it, not the front end.
+    pub fn scan(
+        &self,
+        code: &str,
+        node: Option<&str>,
+        cancel: Option<&CancelToken>,
+    ) -> Result<ScanAnswer, RunError> {
+        let id = self.0.next_id.fetch_add(1, Ordering::Relaxed);
+        let on_timeout = || {
+            RunError::new(
+                RunErrorCode::Timeout,
+                format!(
+                    "parsing the body took longer than {} ms",
+                    SCAN_TIMEOUT.as_millis()
+                ),
+            )
+        };
+        let (worker, header, _) = self.exchange(
+            id,
+            cancel,
+            SCAN_TIMEOUT,
+            &on_timeout,
+            &mut |_| {
+                let mut blob = BlobWriter::default();
+                let order = ToWorker::Scan(ScanOrder {
+                    id,
+                    code: blob.push(code.as_bytes()),
+                    node: node.map(str::to_string),
+                });
+                (order, blob)
+            },
+            &mut |_, _| {},
+        )?;
+        self.give_back(worker, false);
+        match header {
+            FromWorker::Scanned(answer) => Ok(answer),
+            _ => Err(RunError::new(
+                RunErrorCode::SandboxCrashed,
+                "the sandbox worker broke the protocol; it was stopped and replaced",
+            )),
         }
     }
 
@@ -658,6 +771,12 @@ impl WorkerPool {
         drop(worker);
         self.replace();
         let ceiling = self.0.options.memory_bytes / (1024 * 1024);
+        if said.contains("has overflowed its stack") {
+            return RunError::new(
+                RunErrorCode::StackOverflow,
+                "the body nests too deeply: parsing or running it exhausted the sandbox worker's stack",
+            );
+        }
         if said.contains("memory allocation of")
             || said.contains("std::bad_alloc")
             || said.contains("out of memory")
@@ -676,6 +795,15 @@ impl WorkerPool {
                 status.map_or_else(|| "died".to_string(), describe_status)
             ),
         )
+    }
+}
+
+/// Whether `header` is the answer to the order `id`.
+fn answers(header: &FromWorker, id: u64) -> bool {
+    match header {
+        FromWorker::Answer(a) => a.id == id,
+        FromWorker::Scanned(a) => a.id == id,
+        FromWorker::Ready(_) | FromWorker::Prepared => false,
     }
 }
 
@@ -739,17 +867,9 @@ impl ArtifactFiles<'_> {
     }
 }
 
-/// The outcome of an answer read in time (or late: then it is a timeout, its logs kept).
-fn finish(
-    answer: RunAnswer,
-    frame: &Frame<()>,
-    late: bool,
-    limits: &RunLimits,
-    started: Instant,
-) -> RunOutcome {
-    let result = if late {
-        Err(timeout(limits))
-    } else {
+/// The outcome an answer carries.
+fn finish(answer: RunAnswer, frame: &Frame<()>, started: Instant) -> RunOutcome {
+    let result = {
         match (answer.error, answer.result) {
             (Some(error), _) => Err(error),
             (None, Some(span)) => frame.blob().value(span).map_err(|e| {

@@ -305,6 +305,58 @@ impl<R: Read + std::os::fd::AsFd> FrameReader<R> {
 pub enum ToWorker {
     /// Run one body.
     Run(RunOrder),
+    /// Parse one body: its imports, or its validation findings.
+    Scan(ScanOrder),
+}
+
+/// A body to parse, so the front end never parses untrusted code itself.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ScanOrder {
+    /// Numbers the order.
+    pub id: u64,
+    /// The body.
+    pub code: Span,
+    /// Validate it as this Code node (its findings), rather than read its static imports.
+    pub node: Option<String>,
+}
+
+/// A static import, or a syntax error, with its position in the body.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WirePlace {
+    /// The specifier (an import) or the message (an error).
+    pub text: String,
+    /// 1-based line.
+    pub line: u32,
+    /// 1-based column.
+    pub column: u32,
+}
+
+/// One validation finding.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct WireIssue {
+    /// An error (else a warning).
+    pub error: bool,
+    /// The stable issue code.
+    pub code: String,
+    /// In words.
+    pub message: String,
+    /// 1-based line.
+    pub line: Option<u32>,
+    /// 1-based column.
+    pub column: Option<u32>,
+}
+
+/// What parsing a body found.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct ScanAnswer {
+    /// The order's id.
+    pub id: u64,
+    /// The static imports (deduplicated, in order).
+    pub imports: Vec<WirePlace>,
+    /// Why the body does not parse (a scan for imports).
+    pub syntax_error: Option<WirePlace>,
+    /// The validation findings (a scan as a Code node).
+    pub issues: Vec<WireIssue>,
 }
 
 /// One run, as the worker needs it: everything is data (no catalog, no path lookups).
@@ -383,7 +435,7 @@ pub enum WireModule {
         /// The worker's cache key ([`module_key`]).
         key: String,
         /// The module, its files' contents in the blob.
-        module: WireResolved,
+        module: Box<WireResolved>,
     },
     /// A module this worker was sent before.
     Known(String),
@@ -519,6 +571,10 @@ pub enum FromWorker {
     Ready(WorkerReady),
     /// A run's outcome.
     Answer(RunAnswer),
+    /// A parse's outcome.
+    Scanned(ScanAnswer),
+    /// The last run is torn down and the next one's engine is ready.
+    Prepared,
 }
 
 /// What a worker says once it is ready.
@@ -549,6 +605,10 @@ pub struct RunAnswer {
     /// WASM modules the run compiled, serialized, by key, for the front end to keep.
     #[serde(default)]
     pub artifacts: Vec<(String, Span)>,
+    /// Host work the run started was still executing when it ended (a call it did not await):
+    /// the worker must be replaced, so that work dies with it.
+    #[serde(default)]
+    pub host_work_left: bool,
 }
 
 #[cfg(test)]
