@@ -10,31 +10,6 @@ use std::time::Duration;
 
 use nodetool_guest::{FetchClient, FetchFuture, FetchRequest, FetchResponse};
 
-/// Requests executing now, in this process (each on its thread).
-static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// How many `fetch` requests are executing in this process now (see
-/// `nodetool_host_modules::calls_running`).
-pub fn requests_running() -> usize {
-    RUNNING.load(std::sync::atomic::Ordering::Acquire)
-}
-
-/// Counts one request from its thread's start to its end.
-struct Running;
-
-impl Running {
-    fn start() -> Running {
-        RUNNING.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        Running
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        RUNNING.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-    }
-}
-
 /// A blocking HTTP client run on its own thread per request.
 pub struct HttpClient {
     agent: ureq::Agent,
@@ -67,7 +42,7 @@ impl FetchClient for HttpClient {
             waker: None,
         }));
         let worker = Arc::clone(&slot);
-        let running = Running::start();
+        let running = nodetool_runtime::dispatch::HostWork::start();
         std::thread::spawn(move || {
             let _running = running;
             let answer = perform(&agent, request, max_response_bytes);

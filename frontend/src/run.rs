@@ -276,15 +276,7 @@ impl Runner {
                 if let Some(e) = answer.syntax_error {
                     return Err(syntax(e.text, e.line, e.column));
                 }
-                Ok(answer
-                    .imports
-                    .into_iter()
-                    .map(|i| BodyImport {
-                        specifier: i.text,
-                        line: i.line,
-                        column: i.column,
-                    })
-                    .collect())
+                Ok(answer.imports.into_iter().map(import_of).collect())
             }
         }
     }
@@ -319,15 +311,7 @@ impl Runner {
                             column: i.column,
                         })
                         .collect(),
-                    imports: answer
-                        .imports
-                        .into_iter()
-                        .map(|i| BodyImport {
-                            specifier: i.text,
-                            line: i.line,
-                            column: i.column,
-                        })
-                        .collect(),
+                    imports: answer.imports.into_iter().map(import_of).collect(),
                 },
                 Err(e) => BodyAnalysis {
                     issues: vec![Issue {
@@ -342,6 +326,15 @@ impl Runner {
                 },
             }
         })
+    }
+}
+
+/// A scanned import as the guest names it.
+fn import_of(place: crate::worker::wire::WirePlace) -> BodyImport {
+    BodyImport {
+        specifier: place.text,
+        line: place.line,
+        column: place.column,
     }
 }
 

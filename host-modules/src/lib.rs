@@ -230,32 +230,6 @@ impl Dispatcher for HostDispatcher {
     }
 }
 
-/// Host-module calls executing now, in this process (each on its thread).
-static RUNNING: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
-
-/// How many host-module calls are executing in this process now. A sandbox worker asks after
-/// each run: a call the run did not wait for is still computing, and only ending the process
-/// ends it.
-pub fn calls_running() -> usize {
-    RUNNING.load(std::sync::atomic::Ordering::Acquire)
-}
-
-/// Counts one executing call from its thread's start to its end.
-struct Running;
-
-impl Running {
-    fn start() -> Running {
-        RUNNING.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
-        Running
-    }
-}
-
-impl Drop for Running {
-    fn drop(&mut self) {
-        RUNNING.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
-    }
-}
-
 /// Runs the implementation on its own thread, so the run's event loop keeps its deadline (and
 /// concurrent calls from one run proceed in parallel). What the answer was made from (the
 /// arguments, a tree that was packed) is freed after the answer is handed over, so the guest
@@ -266,7 +240,7 @@ fn spawn(implementation: Implementation, at: String, args: Vec<Value>) -> ReplyF
         waker: None,
     }));
     let worker = Arc::clone(&slot);
-    let running = Running::start();
+    let running = nodetool_runtime::dispatch::HostWork::start();
     std::thread::spawn(move || {
         let _running = running;
         let mut packed_tree: Option<Value> = None;

@@ -75,3 +75,32 @@ pub trait Dispatcher: Send + Sync {
         Box::pin(async move { call.await.map(Reply::Value) })
     }
 }
+
+/// Host work executing now in this process, on threads of its own (a host-module call, a
+/// `fetch`), counted from its thread's start to its end. A sandbox worker asks after each run:
+/// work the run did not wait for is still computing, and only ending the process ends it.
+static HOST_WORK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// How much host work is executing in this process now (see [`HostWork`]).
+pub fn host_work_running() -> usize {
+    HOST_WORK.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// One piece of host work, counted while this value lives: create it before the thread starts
+/// and move it into the thread.
+#[derive(Debug)]
+pub struct HostWork(());
+
+impl HostWork {
+    /// Counts one more piece of host work.
+    pub fn start() -> HostWork {
+        HOST_WORK.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
+        HostWork(())
+    }
+}
+
+impl Drop for HostWork {
+    fn drop(&mut self) {
+        HOST_WORK.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
+    }
+}

@@ -207,7 +207,7 @@ fn serve(mut out: BufWriter<File>) {
 /// Whether host work a run started (a host-module call or a `fetch` it did not await) is still
 /// executing, after giving what just answered a moment to finish.
 fn host_work_left() -> bool {
-    let busy = || nodetool_host_modules::calls_running() + crate::fetch::requests_running() > 0;
+    let busy = || nodetool_runtime::dispatch::host_work_running() > 0;
     let until = Instant::now() + HOST_WORK_SETTLE;
     while busy() {
         if Instant::now() >= until {
