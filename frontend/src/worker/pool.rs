@@ -434,33 +434,16 @@ impl WorkerPool {
     }
 
     /// An idle worker, waiting for a replacement when none is idle; starts one itself when
-    /// nothing else is starting. A worker still tearing its last run down is waited for (its
-    /// `Prepared` frame) before it is handed out, so that time never counts against the next
-    /// run's deadline; one that died while idle is replaced, never charged to a run.
+    /// nothing else is starting. One that died while idle is replaced, never charged to a run.
     fn take(&self, cancel: Option<&CancelToken>) -> Result<Worker, RunError> {
         loop {
             let mut worker = self.take_any(cancel)?;
-            if !worker.settling {
+            if matches!(worker.child.try_wait(), Ok(None)) {
                 return Ok(worker);
             }
-            match worker
-                .frames
-                .next::<FromWorker>(Instant::now() + SETTLE_TIMEOUT)
-            {
-                Ok(Some(Frame {
-                    header: FromWorker::Prepared,
-                    ..
-                })) => {
-                    worker.settling = false;
-                    return Ok(worker);
-                }
-                // Dead, silent or confused while idle: replaced, and the next one is tried.
-                _ => {
-                    self.0.counts.crashed.fetch_add(1, Ordering::Relaxed);
-                    drop(worker);
-                    self.replace();
-                }
-            }
+            self.0.counts.crashed.fetch_add(1, Ordering::Relaxed);
+            drop(worker);
+            self.replace();
         }
     }
 
@@ -532,6 +515,16 @@ impl WorkerPool {
             worker.stderr.clear();
             let (order, blob) = build(&worker);
             match wire::write_frame(&mut worker.stdin, &order, &blob) {
+                // A worker still tearing its last run down reads the order once it says
+                // `Prepared`: the clock starts then, so that time is never this run's. One that
+                // dies before it is replaced and the order goes to another, once.
+                Ok(()) if worker.settling && !settled(&mut worker) && attempts == 0 => {
+                    attempts += 1;
+                    self.0.counts.crashed.fetch_add(1, Ordering::Relaxed);
+                    drop(worker);
+                    self.replace();
+                }
+                Ok(()) if worker.settling => return Err(self.died(worker)),
                 Ok(()) => {
                     let now = Instant::now();
                     sent(&mut worker, now);
@@ -796,6 +789,24 @@ impl WorkerPool {
             ),
         )
     }
+}
+
+/// Waits for a worker's `Prepared` (it tore its last run down); `false` when it died, said
+/// something else or took longer than [`SETTLE_TIMEOUT`].
+fn settled(worker: &mut Worker) -> bool {
+    let prepared = matches!(
+        worker
+            .frames
+            .next::<FromWorker>(Instant::now() + SETTLE_TIMEOUT),
+        Ok(Some(Frame {
+            header: FromWorker::Prepared,
+            ..
+        }))
+    );
+    if prepared {
+        worker.settling = false;
+    }
+    prepared
 }
 
 /// Whether `header` is the answer to the order `id`.
