@@ -64,6 +64,11 @@ impl Engines {
         }
     }
 
+    /// The most heap bytes the last run on this thread held at once.
+    pub fn last_peak_heap_bytes(&self) -> usize {
+        self.sandbox.last_peak_heap_bytes()
+    }
+
     /// Between two runs of a worker: frees what the last run left and builds the next run's
     /// runtime and context (hardening still happens in the run).
     pub fn prepare(&self, limits: &RunLimits) {

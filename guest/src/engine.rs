@@ -290,12 +290,20 @@ pub(crate) const PRESSURE_SLACK: usize = 256 * 1024;
 /// Whether a run's heap reached its memory limit (see [`RunAllocator`]); read after the engine
 /// reported something only an exhausted heap explains.
 #[derive(Clone, Default)]
-pub(crate) struct HeapPressure(std::rc::Rc<std::cell::Cell<bool>>);
+pub(crate) struct HeapPressure(
+    std::rc::Rc<std::cell::Cell<bool>>,
+    std::rc::Rc<std::cell::Cell<usize>>,
+);
 
 impl HeapPressure {
     /// Whether the heap reached its limit (or the allocator refused a block) at some point.
     pub(crate) fn reached(&self) -> bool {
         self.0.get()
+    }
+
+    /// The most bytes the heap held at once.
+    pub(crate) fn peak(&self) -> usize {
+        self.1.get()
     }
 }
 
@@ -389,6 +397,9 @@ impl RunAllocator {
                 self.held = held;
                 if held >= self.alarm {
                     self.pressure.0.set(true);
+                }
+                if held > self.pressure.1.get() {
+                    self.pressure.1.set(held);
                 }
                 true
             }

@@ -162,6 +162,12 @@ impl Sandbox {
         run::run_deferred(&self.cache, request)
     }
 
+    /// The most heap bytes the last run on this thread held at once: a bound on what its
+    /// teardown has to free.
+    pub fn last_peak_heap_bytes(&self) -> usize {
+        run::last_peak()
+    }
+
     /// Between runs on this thread: frees what the last [`Sandbox::run_prepared`] left and
     /// builds the runtime and context of the next run under `limits`.
     pub fn prepare(&self, limits: &RunLimits) {

@@ -145,6 +145,13 @@ thread_local! {
     static SPARE: RefCell<Option<Engine>> = const { RefCell::new(None) };
     /// Engines of finished runs whose teardown waits for [`prepare`] (see [`run_deferred`]).
     static SPENT: RefCell<Vec<Engine>> = const { RefCell::new(Vec::new()) };
+    /// The most heap bytes this thread's last run held at once.
+    static LAST_PEAK: Cell<usize> = const { Cell::new(0) };
+}
+
+/// The most heap bytes the thread's last run held at once (what its teardown has to free).
+pub(crate) fn last_peak() -> usize {
+    LAST_PEAK.with(Cell::get)
 }
 
 /// Off a run's latency path: frees what the thread's finished runs left ([`run_deferred`]) and
@@ -211,6 +218,7 @@ fn run_with(cache: &Arc<BytecodeCache>, request: RunRequest<'_>, defer: bool) ->
     )
     .finish();
     let duration = started.elapsed();
+    LAST_PEAK.with(|p| p.set(engine.as_ref().map_or(0, |e| e.pressure.peak())));
     if defer && let Ok(engine) = engine {
         SPENT.with(|s| s.borrow_mut().push(engine));
     }

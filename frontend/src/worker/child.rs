@@ -128,6 +128,10 @@ fn worker_main(memory: Option<u64>, parent: Option<u64>) -> ExitCode {
 /// The stack of the thread that parses and runs bodies (less under a small memory ceiling).
 const RUN_STACK_BYTES: usize = 64 * 1024 * 1024;
 
+/// A run whose heap stayed under this tears down in well under a millisecond: its teardown is
+/// not announced with `Prepared`, and the next order's clock may include it.
+const QUIET_TEARDOWN_BYTES: usize = 4 * 1024 * 1024;
+
 /// How long a worker waits, after a run, for host work the run started to finish before it
 /// asks to be replaced.
 const HOST_WORK_SETTLE: Duration = Duration::from_millis(50);
@@ -182,10 +186,12 @@ fn serve(mut out: BufWriter<File>) {
                 true,
             ),
         };
+        let settles = engines.last_peak_heap_bytes() > QUIET_TEARDOWN_BYTES;
         let answer = RunAnswer {
             retire,
             artifacts: produced,
             host_work_left: host_work_left(),
+            settles,
             ..answer
         };
         let leaving = retire || answer.host_work_left;
@@ -198,7 +204,9 @@ fn serve(mut out: BufWriter<File>) {
         // supervisor reads it, then say so (the next order waits for that, so this time is
         // never part of a run's deadline).
         engines.prepare(&RunLimits::STANDARD);
-        if wire::write_frame(&mut out, &FromWorker::Prepared, &BlobWriter::default()).is_err() {
+        if settles
+            && wire::write_frame(&mut out, &FromWorker::Prepared, &BlobWriter::default()).is_err()
+        {
             return;
         }
     }
@@ -279,6 +287,7 @@ fn failed(id: u64, error: RunError, started: Instant) -> RunAnswer {
         retire: false,
         artifacts: Vec::new(),
         host_work_left: false,
+        settles: false,
     }
 }
 
@@ -367,6 +376,7 @@ fn execute(
         retire: false,
         artifacts: Vec::new(),
         host_work_left: false,
+        settles: false,
     })
 }
 

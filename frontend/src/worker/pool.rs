@@ -673,6 +673,7 @@ impl WorkerPool {
             ));
         };
         let retire = answer.retire || answer.host_work_left;
+        let settles = answer.settles;
         if let Some(store) = self.artifact_store() {
             for (hex, span) in &answer.artifacts {
                 // Only a key of this run's modules, and bytes that read.
@@ -688,8 +689,9 @@ impl WorkerPool {
         if Instant::now() > deadline {
             outcome.result = Err(timeout(&run.limits));
         }
-        // It tears the run down and says `Prepared` before it is handed out again.
-        worker.settling = true;
+        // A large heap's teardown is announced with `Prepared`, and the next order's clock
+        // waits for it.
+        worker.settling = settles;
         self.give_back(worker, retire);
         outcome
     }

@@ -605,6 +605,11 @@ pub struct RunAnswer {
     /// WASM modules the run compiled, serialized, by key, for the front end to keep.
     #[serde(default)]
     pub artifacts: Vec<(String, Span)>,
+    /// The worker will say `Prepared` once it has torn the run down (its heap was large); the
+    /// next order's clock starts then. A small heap's teardown takes microseconds and is not
+    /// announced.
+    #[serde(default)]
+    pub settles: bool,
     /// Host work the run started was still executing when it ended (a call it did not await):
     /// the worker must be replaced, so that work dies with it.
     #[serde(default)]
