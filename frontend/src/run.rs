@@ -161,7 +161,13 @@ pub enum Isolation {
 /// only a worker can hold a limit (a deadline a C builtin ignores, a host allocation).
 pub struct Runner {
     executor: Executor,
+    /// Bodies a worker has parsed, by SHA-256 of their text: the same Code node runs again and
+    /// again, and its imports do not change.
+    scans: std::sync::Mutex<std::collections::HashMap<[u8; 32], Vec<BodyImport>>>,
 }
+
+/// Scanned bodies kept by a [`Runner`]; the map is emptied when it is full.
+const MAX_KEPT_SCANS: usize = 1024;
 
 enum Executor {
     Workers(WorkerPool),
@@ -176,12 +182,16 @@ impl Runner {
             Isolation::Workers(options) => Executor::Workers(WorkerPool::start(options)?),
             Isolation::InProcess => Executor::InProcess(Engines::new()),
         };
-        Ok(Runner { executor })
+        Ok(Runner {
+            executor,
+            scans: Default::default(),
+        })
     }
 
     /// A runner that runs in process.
     pub fn in_process() -> Runner {
         Runner {
+            scans: Default::default(),
             executor: Executor::InProcess(Engines::new()),
         }
     }
@@ -277,11 +287,27 @@ impl Runner {
             }
             Executor::Workers(_) if !code.contains("import") => Ok(Vec::new()),
             Executor::Workers(pool) => {
+                use sha2::{Digest as _, Sha256};
+                let key: [u8; 32] = Sha256::digest(code.as_bytes()).into();
+                let lock = || {
+                    self.scans
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                };
+                if let Some(imports) = lock().get(&key) {
+                    return Ok(imports.clone());
+                }
                 let answer = pool.scan(code, None, cancel)?;
                 if let Some(e) = answer.syntax_error {
                     return Err(syntax(e.text, e.line, e.column));
                 }
-                Ok(answer.imports.into_iter().map(import_of).collect())
+                let imports: Vec<BodyImport> = answer.imports.into_iter().map(import_of).collect();
+                let mut kept = lock();
+                if kept.len() >= MAX_KEPT_SCANS {
+                    kept.clear();
+                }
+                kept.insert(key, imports.clone());
+                Ok(imports)
             }
         }
     }

@@ -250,6 +250,11 @@ impl<R: Read + std::os::fd::AsFd> FrameReader<R> {
                 body.drain(..4);
                 return parse_frame(body).map(Some);
             }
+            // A frame still streaming in when the time is up is not waited for: a writer that
+            // trickles a large frame cannot hold its reader past the deadline.
+            if std::time::Instant::now() >= until {
+                return Ok(None);
+            }
             // Read what is there: the rest of the frame when its length is known.
             let want = need
                 .map_or(64 * 1024, |n| n - self.buffer.len())
