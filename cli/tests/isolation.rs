@@ -224,6 +224,19 @@ fn forty_thousand_imports_are_read_in_linear_time() {
     assert!(elapsed < Duration::from_secs(20), "took {elapsed:?}");
 }
 
+#[test]
+fn a_result_that_fans_out_one_string_is_refused_before_it_crosses() {
+    // One 1 MB string referenced 100 times: 1 MB in the guest, 100 MB as a host value.
+    let (answer, elapsed) = run_json(
+        "const s = 'x'.repeat(1e6); return Array(100).fill(s);",
+        &["--worker-memory-mb", "128"],
+    );
+    assert_eq!(code_of(&answer), "runtime-error", "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(message.contains("67108864 bytes"), "{message}");
+    assert!(elapsed < Duration::from_secs(10), "took {elapsed:?}");
+}
+
 /// The pids of `parent`'s child processes (from `/proc`).
 fn children(parent: u32) -> Vec<u32> {
     let mut pids = Vec::new();

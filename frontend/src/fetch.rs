@@ -2,10 +2,6 @@
 //! the allowlist and re-checks the final URL and the body size; this client never follows a
 //! redirect (the guest sees the 3xx) and stops reading at the size limit.
 
-use std::future::Future;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Waker};
 use std::time::Duration;
 
 use nodetool_guest::{FetchClient, FetchFuture, FetchRequest, FetchResponse};
@@ -37,22 +33,9 @@ impl HttpClient {
 impl FetchClient for HttpClient {
     fn fetch(&self, request: FetchRequest, max_response_bytes: usize) -> FetchFuture {
         let agent = self.agent.clone();
-        let slot = Arc::new(Mutex::new(Slot {
-            answer: None,
-            waker: None,
-        }));
-        let worker = Arc::clone(&slot);
-        let running = nodetool_runtime::dispatch::HostWork::start();
-        std::thread::spawn(move || {
-            let _running = running;
-            let answer = perform(&agent, request, max_response_bytes);
-            let mut slot = worker.lock().unwrap_or_else(PoisonError::into_inner);
-            slot.answer = Some(answer);
-            if let Some(waker) = slot.waker.take() {
-                waker.wake();
-            }
-        });
-        Box::pin(Receive { slot })
+        Box::pin(nodetool_runtime::dispatch::on_own_thread(move |deliver| {
+            deliver.send(perform(&agent, request, max_response_bytes));
+        }))
     }
 }
 
@@ -94,30 +77,4 @@ fn perform(
         headers,
         body,
     })
-}
-
-/// Where the worker thread leaves its answer and finds whom to wake.
-struct Slot {
-    answer: Option<Result<FetchResponse, String>>,
-    waker: Option<Waker>,
-}
-
-/// A future over the worker thread's answer.
-struct Receive {
-    slot: Arc<Mutex<Slot>>,
-}
-
-impl Future for Receive {
-    type Output = Result<FetchResponse, String>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
-        match slot.answer.take() {
-            Some(answer) => Poll::Ready(answer),
-            None => {
-                slot.waker = Some(cx.waker().clone());
-                Poll::Pending
-            }
-        }
-    }
 }

@@ -130,19 +130,6 @@ impl Engines {
             self.sandbox.run(request)
         }
     }
-
-    /// Runs a Code node body on the calling thread: its static imports are its declaration,
-    /// resolved through `catalog`. An import error the guest could not place is located in the
-    /// body.
-    pub fn run_body(&self, catalog: &dyn SandboxModuleCatalog, body: BodyRun<'_>) -> RunOutcome {
-        let code = body.code;
-        let mut outcome = match resolve_body(code, catalog) {
-            Err(error) => failed(error),
-            Ok(resolution) => self.run_resolved(&resolution, body),
-        };
-        outcome.result = outcome.result.map_err(|e| locate_import(e, code));
-        outcome
-    }
 }
 
 /// How runs are isolated from the front end.
@@ -421,30 +408,6 @@ fn failed(error: RunError) -> RunOutcome {
     }
 }
 
-/// The body's static imports resolved through the catalog (their errors end the run in the
-/// guest with `module-not-found` / `module-unavailable`), or its syntax error. Parses in this
-/// process: for [`Engines`] runs (in process).
-pub fn resolve_body(
-    code: &str,
-    catalog: &dyn SandboxModuleCatalog,
-) -> Result<Resolution, RunError> {
-    let imports = body_imports(code).map_err(|e| RunError {
-        line: Some(e.line),
-        column: Some(e.column),
-        ..RunError::new(RunErrorCode::SyntaxError, e.message)
-    })?;
-    Ok(resolve_imports(&imports, catalog))
-}
-
-/// Fills in where an import-related error's specifier is imported, when the guest could not
-/// (parses the body in this process).
-pub fn locate_import(error: RunError, code: &str) -> RunError {
-    match body_imports(code) {
-        Ok(imports) => locate_in(error, &imports),
-        Err(_) => error,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -463,7 +426,7 @@ mod tests {
 
     #[test]
     fn a_missing_import_is_located_in_the_body() {
-        let outcome = Engines::new().run_body(
+        let outcome = Runner::in_process().run_body(
             &EmptyCatalog,
             body("const x = 1;\nimport { a } from \"@acme/missing\";\nreturn a;"),
         );
@@ -474,7 +437,7 @@ mod tests {
 
     #[test]
     fn a_syntax_error_never_reaches_the_guest() {
-        let outcome = Engines::new().run_body(&EmptyCatalog, body("return (;"));
+        let outcome = Runner::in_process().run_body(&EmptyCatalog, body("return (;"));
         let error = outcome.result.err().unwrap_or_else(|| panic!("must fail"));
         assert_eq!(error.code, RunErrorCode::SyntaxError);
         assert!(error.line.is_some());
@@ -482,7 +445,7 @@ mod tests {
 
     #[test]
     fn a_trivial_body_runs() {
-        let outcome = Engines::new().run_body(&EmptyCatalog, body("return 1 + 1;"));
+        let outcome = Runner::in_process().run_body(&EmptyCatalog, body("return 1 + 1;"));
         assert_eq!(outcome.result, Ok(Value::Number(2.0)));
     }
 }

@@ -22,11 +22,8 @@ mod xml;
 mod zip;
 
 use std::collections::HashMap;
-use std::future::Future;
 use std::panic::AssertUnwindSafe;
-use std::pin::Pin;
-use std::sync::{Arc, Mutex, PoisonError};
-use std::task::{Context, Poll, Waker};
+use std::sync::Arc;
 
 use nodetool_protocol::catalog::{Resolution, ResolvedKind, pack_name_of};
 use nodetool_protocol::host::{HOST_MODULES, HostModuleSpec, host_module};
@@ -235,14 +232,7 @@ impl Dispatcher for HostDispatcher {
 /// arguments, a tree that was packed) is freed after the answer is handed over, so the guest
 /// converts it meanwhile rather than waiting for the frees.
 fn spawn(implementation: Implementation, at: String, args: Vec<Value>) -> ReplyFuture {
-    let slot = Arc::new(Mutex::new(Slot {
-        answer: None,
-        waker: None,
-    }));
-    let worker = Arc::clone(&slot);
-    let running = nodetool_runtime::dispatch::HostWork::start();
-    std::thread::spawn(move || {
-        let _running = running;
+    Box::pin(nodetool_runtime::dispatch::on_own_thread(move |deliver| {
         let mut packed_tree: Option<Value> = None;
         // An implementation that panics is a bug; the guest still gets an error, the host keeps
         // running.
@@ -257,47 +247,17 @@ fn spawn(implementation: Implementation, at: String, args: Vec<Value>) -> ReplyF
         }))
         .unwrap_or_else(|_| Err(format!("{at}: the host module failed unexpectedly")))
         .map_err(|message| DispatchError { message });
-        {
-            let mut slot = worker.lock().unwrap_or_else(PoisonError::into_inner);
-            slot.answer = Some(answer);
-            if let Some(waker) = slot.waker.take() {
-                waker.wake();
-            }
-        }
+        deliver.send(answer);
         drop(packed_tree);
         drop(args);
-    });
-    Box::pin(Receive { slot })
-}
-
-struct Slot {
-    answer: Option<Result<Reply, DispatchError>>,
-    waker: Option<Waker>,
-}
-
-struct Receive {
-    slot: Arc<Mutex<Slot>>,
-}
-
-impl Future for Receive {
-    type Output = Result<Reply, DispatchError>;
-
-    fn poll(self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let mut slot = self.slot.lock().unwrap_or_else(PoisonError::into_inner);
-        match slot.answer.take() {
-            Some(answer) => Poll::Ready(answer),
-            None => {
-                slot.waker = Some(cx.waker().clone());
-                Poll::Pending
-            }
-        }
-    }
+    }))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use nodetool_protocol::catalog::ResolvedModule;
+    use std::task::{Context, Poll, Waker};
 
     fn host(specifier: &str, pack: &str, id: &str) -> ResolvedModule {
         ResolvedModule {

@@ -81,19 +81,17 @@ pub trait Dispatcher: Send + Sync {
 /// work the run did not wait for is still computing, and only ending the process ends it.
 static HOST_WORK: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
-/// How much host work is executing in this process now (see [`HostWork`]).
+/// How much host work is executing in this process now (see [`on_own_thread`]).
 pub fn host_work_running() -> usize {
     HOST_WORK.load(std::sync::atomic::Ordering::Acquire)
 }
 
-/// One piece of host work, counted while this value lives: create it before the thread starts
-/// and move it into the thread.
+/// One piece of host work, counted while this value lives.
 #[derive(Debug)]
-pub struct HostWork(());
+struct HostWork(());
 
 impl HostWork {
-    /// Counts one more piece of host work.
-    pub fn start() -> HostWork {
+    fn start() -> HostWork {
         HOST_WORK.fetch_add(1, std::sync::atomic::Ordering::AcqRel);
         HostWork(())
     }
@@ -103,4 +101,68 @@ impl Drop for HostWork {
     fn drop(&mut self) {
         HOST_WORK.fetch_sub(1, std::sync::atomic::Ordering::AcqRel);
     }
+}
+
+/// Where a host-work thread leaves its answer and finds whom to wake.
+struct Slot<T> {
+    answer: Option<T>,
+    waker: Option<std::task::Waker>,
+}
+
+type Shared<T> = std::sync::Arc<std::sync::Mutex<Slot<T>>>;
+
+fn lock<T>(slot: &Shared<T>) -> std::sync::MutexGuard<'_, Slot<T>> {
+    slot.lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Hands a host-work thread's answer to the future [`on_own_thread`] returned.
+pub struct Deliver<T>(Shared<T>);
+
+impl<T> Deliver<T> {
+    /// Settles the future with `answer` and wakes whoever polls it.
+    pub fn send(self, answer: T) {
+        let mut slot = lock(&self.0);
+        slot.answer = Some(answer);
+        if let Some(waker) = slot.waker.take() {
+            waker.wake();
+        }
+    }
+}
+
+/// The future of a host-work thread's answer.
+pub struct Delivered<T>(Shared<T>);
+
+impl<T> Future for Delivered<T> {
+    type Output = T;
+
+    fn poll(self: Pin<&mut Self>, cx: &mut std::task::Context<'_>) -> std::task::Poll<T> {
+        let mut slot = lock(&self.0);
+        match slot.answer.take() {
+            Some(answer) => std::task::Poll::Ready(answer),
+            None => {
+                slot.waker = Some(cx.waker().clone());
+                std::task::Poll::Pending
+            }
+        }
+    }
+}
+
+/// Runs `work` on a thread of its own, counted as host work ([`host_work_running`]) until the
+/// thread ends (so work that outlives its answer, such as freeing what it was made from, is
+/// still counted), and returns the future of what `work` delivers.
+pub fn on_own_thread<T: Send + 'static>(
+    work: impl FnOnce(Deliver<T>) + Send + 'static,
+) -> Delivered<T> {
+    let slot: Shared<T> = std::sync::Arc::new(std::sync::Mutex::new(Slot {
+        answer: None,
+        waker: None,
+    }));
+    let deliver = Deliver(std::sync::Arc::clone(&slot));
+    let running = HostWork::start();
+    std::thread::spawn(move || {
+        let _running = running;
+        work(deliver);
+    });
+    Delivered(slot)
 }

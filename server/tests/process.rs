@@ -485,3 +485,50 @@ fn hostile_bodies_never_reach_a_parser_in_the_server_and_workers_recover() {
     let (_, answer) = post_run(&server, &json!({ "code": "return 3;", "timeoutMs": 100 }));
     assert_eq!(answer["result"], json!(3), "{answer}");
 }
+
+#[test]
+fn the_worker_ceiling_and_recycling_hold_through_the_server() {
+    let world = World::shipped_packs();
+    let mut server = ServerProcess::start(
+        &world,
+        &[
+            "--max-runs",
+            "1",
+            "--worker-memory-mb",
+            "16",
+            "--recycle-after",
+            "2",
+        ],
+    );
+    let _logs = stderr_lines(&mut server);
+    // Past a 16 MiB ceiling, in the guest and on the host side: `memory-limit`, and the server
+    // answers the next run.
+    for code in [
+        "const s = 'x'.repeat(20e6); return (s + 'y').length;",
+        "return 'x'.repeat(7e6);",
+    ] {
+        let (status, answer) = post_run(&server, &json!({ "code": code }));
+        assert_eq!(status, 200);
+        assert_eq!(
+            answer["error"]["code"],
+            json!("memory-limit"),
+            "{code}: {answer}"
+        );
+        let (_, answer) = post_run(&server, &json!({ "code": "return 1;" }));
+        assert_eq!(answer["result"], json!(1), "{answer}");
+    }
+    // Recycled after two runs: across six runs, no worker serves more than two.
+    let workers = |server: &ServerProcess| {
+        process_tree(server.child.id())
+            .into_iter()
+            .skip(1)
+            .collect::<Vec<_>>()
+    };
+    let mut seen = std::collections::BTreeSet::new();
+    for i in 0..6 {
+        let (_, answer) = post_run(&server, &json!({ "code": format!("return {i};") }));
+        assert_eq!(answer["result"], json!(i), "{answer}");
+        seen.extend(workers(&server));
+    }
+    assert!(seen.len() >= 3, "workers seen: {seen:?}");
+}

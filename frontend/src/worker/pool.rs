@@ -206,7 +206,6 @@ struct PoolState {
     idle: Vec<Worker>,
     starting: usize,
     draining: bool,
-    last_error: Option<String>,
 }
 
 struct Shared {
@@ -247,7 +246,6 @@ impl WorkerPool {
                 idle: Vec::new(),
                 starting: 0,
                 draining: false,
-                last_error: None,
             }),
             changed: Condvar::new(),
             next_id: AtomicU64::new(1),
@@ -420,9 +418,10 @@ impl WorkerPool {
                 let worker = pool.spawn();
                 let mut state = pool.lock();
                 state.starting -= 1;
-                match worker {
-                    Ok(worker) => state.idle.push(worker),
-                    Err(e) => state.last_error = Some(e.0),
+                // A replacement that failed to start is started by the next run that needs one
+                // (`take_any`), which then reports why.
+                if let Ok(worker) = worker {
+                    state.idle.push(worker);
                 }
                 drop(state);
                 pool.0.changed.notify_all();
