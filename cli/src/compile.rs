@@ -6,7 +6,6 @@
 //! the entries and the npm executable, and renders progress (npm's lines and a bar per module on
 //! stderr, one outcome line per module, or one JSON object).
 
-use std::collections::BTreeSet;
 use std::io::IsTerminal;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -30,11 +29,15 @@ pub(crate) fn npm() -> PathBuf {
         .map_or_else(|| PathBuf::from("npm"), PathBuf::from)
 }
 
-/// Reports an install of the shipped packs' npm libraries on stderr (npm's own lines only when
-/// `quiet` is off or `NODETOOL_VERBOSE` is set).
+/// Reports an install of the shipped packs' npm libraries on stderr: npm's own lines are
+/// detail, shown with `-v` (or `NODETOOL_VERBOSE`); `-q` leaves only failures, and `quiet`
+/// (JSON mode) leaves the notes out too.
 fn install_progress(quiet: bool) -> impl FnMut(InstallEvent<'_>) {
-    let verbose = !quiet || std::env::var_os("NODETOOL_VERBOSE").is_some();
+    let output = crate::term::output();
+    let verbose = output.verbose || std::env::var_os("NODETOOL_VERBOSE").is_some();
+    let notes = !quiet && !output.quiet;
     move |event| match event {
+        InstallEvent::Installing { .. } | InstallEvent::Installed { .. } if !notes => {}
         InstallEvent::Installing { root, missing } => errln!(
             "installing the npm libraries the shipped packs bundle ({} missing) into {}, by name and version from its package-lock.json with install scripts disabled (npm ci --ignore-scripts)",
             missing.join(", "),
@@ -42,7 +45,7 @@ fn install_progress(quiet: bool) -> impl FnMut(InstallEvent<'_>) {
         ),
         InstallEvent::Npm(line) => {
             if verbose {
-                errln!("  npm: {line}");
+                errln!("  npm: {}", crate::term::safe(line));
             }
         }
         InstallEvent::Installed { elapsed, .. } => {
@@ -180,9 +183,9 @@ pub(crate) fn module_json(entry: &NpmEntry, report: &Report) -> serde_json::Valu
 
 /// The person-readable lines of one module's outcome.
 pub(crate) fn print_outcome(entry: &NpmEntry, report: &Report) {
-    outln!("{}", outcome_line(entry, report));
+    outln!("{}", crate::term::safe(&outcome_line(entry, report)));
     for w in warnings(report) {
-        outln!("         warning: {w}");
+        outln!("         warning: {}", crate::term::safe(w));
     }
 }
 
@@ -200,7 +203,7 @@ pub(crate) fn packs_compile(
     let mut installed = true;
     if let Err(e) = first_use::install_missing_libraries(&entries, npm, &mut install_progress(json))
     {
-        errln!("nodetool: {e}");
+        errln!("nodetool: {}", crate::term::safe(&e.to_string()));
         installed = false;
         entries.retain(|entry| !first_use::library_missing(entry));
     }
@@ -231,7 +234,12 @@ pub(crate) fn first_use(
     let entries = first_use::pending_entries(imports, catalog, roots);
     let mut progress: Option<Progress> = None;
     let mut installs = install_progress(false);
+    let quiet = crate::term::output().quiet;
     let events = &mut |event: FirstUseEvent<'_>| match event {
+        // -q: only what went wrong.
+        FirstUseEvent::Compiling(_) | FirstUseEvent::Stage(..) if quiet => {}
+        FirstUseEvent::Done(_, report, _)
+            if quiet && report.store_error.is_none() && report.code().is_none() => {}
         FirstUseEvent::Compiling(entry) => {
             errln!(
                 "compiling {} ({}) on first use; `nodetool packs compile` does this ahead of time",
@@ -257,15 +265,15 @@ pub(crate) fn first_use(
                     "nodetool: {}: the outcome was not cached: {e}",
                     entry.specifier
                 ),
-                (None, Some(_)) => errln!("{}", outcome_line(entry, report)),
+                (None, Some(_)) => errln!("{}", crate::term::safe(&outcome_line(entry, report))),
                 (None, None) => errln!(
                     "{} in {} ms",
-                    outcome_line(entry, report),
+                    crate::term::safe(&outcome_line(entry, report)),
                     elapsed.as_millis()
                 ),
             }
         }
-        FirstUseEvent::Failed(e) => errln!("nodetool: {e}"),
+        FirstUseEvent::Failed(e) => errln!("nodetool: {}", crate::term::safe(&e.to_string())),
     };
     first_use::compile_entries_with(&entries, cache, &npm(), events, &mut installs)
 }
@@ -273,7 +281,7 @@ pub(crate) fn first_use(
 /// What `nodetool run` needs to compile on first use and discover again.
 pub(crate) struct FirstUse<'a> {
     pub sources: &'a PackSources,
-    pub trusted: &'a BTreeSet<String>,
+    pub trusted: &'a nodetool_discovery::trust::Allowlist,
     pub cache: &'a Cache,
 }
 

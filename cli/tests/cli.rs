@@ -1,27 +1,25 @@
 //! End-to-end tests of the `nodetool` binary: every command and every exit status of the CLI
 //! contract, with snapshots of what a person reads when something is wrong.
 //!
-//! Every invocation is isolated: `HOME`, `XDG_CONFIG_HOME` and `XDG_DATA_HOME` point into a
-//! fresh temp dir, every `NODETOOL_*` variable of the caller is removed, and
+//! Every invocation is isolated by the harness (`nodetool_tests::world`): it starts from an
+//! empty environment, `HOME`, every XDG directory and `TMPDIR` point into a fresh temp dir, and
 //! `NODETOOL_SHIPPED_PACKS_DIR` is always set explicitly (the repo's `packs/`, a fixture root or
-//! an empty temp dir), so nothing of the machine running the tests leaks in. Temp paths and the
-//! repo path are normalized to `[TMP]` and `[ROOT]` in everything the tests compare or snapshot,
-//! and `durationMs` is checked for shape and never snapshotted.
+//! an empty temp dir), so nothing of the machine running the tests leaks in or is written to.
+//! Temp paths and the repo path are normalized to `[TMP]` and `[ROOT]` in everything the tests
+//! compare or snapshot, and `durationMs` is checked for shape and never snapshotted.
 //!
 //! The shipped `@nodetool-ai/sandbox-geo` pack is still evolving, so snapshots use the fixture
 //! packs (or packs written here); tests against the real pack assert only what its SKILL.md
 //! promises.
 
-use std::ffi::OsString;
-use std::fmt::Display;
 use std::fs;
 use std::io::{Read, Write};
 use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use nodetool_tests::world::{self as harness, copy_dir, must, repo_root};
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
 /// The repo's shipped packs.
 const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../packs");
@@ -34,33 +32,14 @@ const FIXTURE_SHIPPED: &str = "tests/fixtures/packs/shipped";
 /// The CodeAct rule line every prompt starts with.
 const PROMPT_RULE_START: &str = "Modules come only from the sandbox packages this run allows";
 
-/// Unwraps with a message naming what failed (the workspace lints forbid `unwrap`).
-fn must<T, E: Display>(result: Result<T, E>, what: &str) -> T {
-    result.unwrap_or_else(|e| panic!("{what}: {e}"))
-}
-
 fn root() -> PathBuf {
-    must(fs::canonicalize(ROOT), "canonicalize the repo root")
+    repo_root()
 }
 
-/// Copies a directory tree (regular files and directories only).
-fn copy_dir(from: &Path, to: &Path) {
-    must(fs::create_dir_all(to), "create a copy target");
-    for entry in must(fs::read_dir(from), "read a directory to copy") {
-        let entry = must(entry, "read a directory entry");
-        let target = to.join(entry.file_name());
-        if must(entry.file_type(), "stat an entry").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            must(fs::copy(entry.path(), &target), "copy a file");
-        }
-    }
-}
-
-/// One isolated world: a home, config and data dir, a working dir, and a shipped root.
+/// One isolated world of the harness (`nodetool_tests::world`), and the CLI's conveniences on
+/// it.
 struct World {
-    tmp: TempDir,
-    shipped: PathBuf,
+    base: harness::World,
 }
 
 impl World {
@@ -71,45 +50,30 @@ impl World {
 
     /// The shipped root is an empty dir: only what a test installs exists.
     fn empty() -> World {
-        let world = World::with_shipped(PathBuf::new());
-        let empty = world.dir("shipped-empty");
         World {
-            shipped: empty,
-            ..world
+            base: harness::World::new(),
         }
     }
 
     fn with_shipped(shipped: PathBuf) -> World {
-        let tmp = must(tempfile::tempdir(), "create a temp dir");
-        for dir in ["home", "config", "data", "work"] {
-            must(
-                fs::create_dir_all(tmp.path().join(dir)),
-                "create a world dir",
-            );
+        World {
+            base: harness::World::with_shipped(shipped),
         }
-        World { tmp, shipped }
     }
 
     /// The working dir every invocation runs in unless told otherwise.
     fn work(&self) -> PathBuf {
-        self.tmp.path().join("work")
+        self.base.work()
     }
 
     /// A directory under the temp dir, created.
     fn dir(&self, name: &str) -> PathBuf {
-        let dir = self.tmp.path().join(name);
-        must(fs::create_dir_all(&dir), "create a dir");
-        dir
+        self.base.dir(name)
     }
 
     /// Writes a file in the working dir.
     fn write(&self, name: &str, text: &str) -> PathBuf {
-        let path = self.work().join(name);
-        if let Some(parent) = path.parent() {
-            must(fs::create_dir_all(parent), "create a parent dir");
-        }
-        must(fs::write(&path, text), "write a file");
-        path
+        self.base.write(name, text)
     }
 
     fn read(&self, name: &str) -> String {
@@ -130,40 +94,14 @@ impl World {
         self.pack_root("geo-root", &root().join(INSTALLED_A), &["@fixture/geo"])
     }
 
-    /// The isolated environment: every `NODETOOL_*` variable of the caller removed (`None`),
-    /// then this world's home, config and data dirs and its explicit shipped root.
-    fn isolation(&self) -> Vec<(OsString, Option<OsString>)> {
-        let mut vars: Vec<(OsString, Option<OsString>)> = std::env::vars_os()
-            .filter(|(name, _)| name.to_string_lossy().starts_with("NODETOOL_"))
-            .map(|(name, _)| (name, None))
-            .collect();
-        for (name, dir) in [
-            ("HOME", "home"),
-            ("XDG_CONFIG_HOME", "config"),
-            ("XDG_DATA_HOME", "data"),
-        ] {
-            vars.push((name.into(), Some(self.tmp.path().join(dir).into())));
-        }
-        vars.push((
-            "NODETOOL_SHIPPED_PACKS_DIR".into(),
-            Some(self.shipped.clone().into()),
-        ));
-        vars
+    /// The `nodetool` binary in this world, standard input closed.
+    fn command(&self) -> std::process::Command {
+        self.base.command(env!("CARGO_BIN_EXE_nodetool"))
     }
 
     fn nodetool(&self, args: &[&str]) -> Invocation<'_> {
-        let mut cmd = must(
-            assert_cmd::Command::cargo_bin("nodetool"),
-            "find the nodetool binary",
-        );
-        for (name, value) in self.isolation() {
-            match value {
-                Some(value) => cmd.env(name, value),
-                None => cmd.env_remove(name),
-            };
-        }
-        cmd.current_dir(self.work())
-            .write_stdin("")
+        let mut cmd = assert_cmd::Command::from_std(self.command());
+        cmd.write_stdin("")
             .timeout(Duration::from_secs(120))
             .args(args);
         Invocation { cmd, world: self }
@@ -172,7 +110,7 @@ impl World {
     /// Replaces the temp dir and the repo root with stable placeholders.
     fn normalize(&self, text: &str) -> String {
         let mut text = text.to_string();
-        let tmp = self.tmp.path();
+        let tmp = self.base.path();
         let mut temps = vec![tmp.to_path_buf()];
         if let Ok(real) = fs::canonicalize(tmp) {
             temps.push(real);
@@ -577,7 +515,7 @@ fn run_workspace_grants_one_directory() {
     let ws = world.dir("ws");
     must(fs::write(ws.join("in.txt"), "from disk"), "write in.txt");
     must(
-        fs::write(world.tmp.path().join("outside.txt"), "secret"),
+        fs::write(world.base.path().join("outside.txt"), "secret"),
         "write outside.txt",
     );
     world.write(
@@ -728,7 +666,7 @@ fn run_imports_packs_from_every_search_root() {
         .json();
     assert_eq!(v["result"], json!([222, "extra"]));
     // The installed root, $XDG_DATA_HOME/nodetool/packs/node_modules.
-    let installed = world.tmp.path().join("data/nodetool/packs/node_modules");
+    let installed = world.base.path().join("data/nodetool/packs/node_modules");
     copy_dir(&geo, &installed);
     let v = world
         .nodetool(&["run", "geo.js", "--json"])
@@ -792,6 +730,21 @@ fn run_usage_errors_exit_2_with_one_line() {
     ] {
         let out = world.nodetool(args).out();
         assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        if args.contains(&"--json") {
+            // In JSON mode the error is the one object on stdout.
+            assert_eq!(out.stderr, "", "{args:?}");
+            let v = out.json();
+            assert_eq!(v["ok"], false, "{args:?}");
+            assert_eq!(v["error"]["code"], "usage", "{args:?}");
+            let message = v["error"]["message"].as_str().unwrap_or_default();
+            assert!(
+                expected
+                    .strip_prefix("nodetool: ")
+                    .is_some_and(|e| message.starts_with(e)),
+                "{args:?}: {message}"
+            );
+            continue;
+        }
         assert_eq!(out.stdout, "", "{args:?}");
         assert_eq!(out.stderr.lines().count(), 1, "{args:?}: {}", out.stderr);
         assert!(out.stderr.starts_with(expected), "{args:?}: {}", out.stderr);
@@ -816,7 +769,7 @@ fn usage_errors_snapshot() {
         "no-id.json",
         "{\"nodes\": [{\"type\": \"nodetool.code.Code\", \"data\": {\"code\": \"return 1\"}}]}\n",
     );
-    let missing_root = world.tmp.path().join("no-such-root").display().to_string();
+    let missing_root = world.base.path().join("no-such-root").display().to_string();
     let mut report = String::new();
     let cases: &[UsageCase<'_>] = &[
         (&["frobnicate"], None),
@@ -854,6 +807,22 @@ fn usage_errors_snapshot() {
         }
         let out = invocation.out();
         assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        if args.contains(&"--json") {
+            // In JSON mode the error is the one object on stdout.
+            assert_eq!(out.stderr, "", "{args:?}");
+            let v = out.json();
+            assert_eq!(v["error"]["code"], "usage", "{args:?}");
+            let env = env
+                .as_ref()
+                .map(|(n, v)| format!("{n}={v} "))
+                .unwrap_or_default();
+            report.push_str(&format!(
+                "$ {env}nodetool {}\n{}",
+                args.join(" "),
+                out.stdout
+            ));
+            continue;
+        }
         assert_eq!(out.stdout, "", "{args:?}");
         assert_eq!(
             out.stderr.lines().count(),
@@ -895,7 +864,7 @@ fn a_malformed_trust_file_is_a_configuration_error() {
         let out = world.nodetool(args).out().status(2);
         assert_eq!(
             out.stderr,
-            "nodetool: [TMP]/config/nodetool/packs.json: expected {\"allowed\": [\"<package name>\", ...]}\n",
+            "nodetool: [TMP]/config/nodetool/packs.json: expected {\"allowed\": [\"<package name>\" or {\"name\": \"<package name>\", \"identity\": \"<identity>\"}, ...]}\n",
             "{args:?}"
         );
     }
@@ -1391,16 +1360,25 @@ fn packs_doctor_exits_0_on_the_shipped_packs() {
         out.stdout
     );
     world.nodetool(&["packs", "compile"]).out().status(0);
-    let out = world.nodetool(&["packs", "doctor"]).out().status(0);
-    assert!(
-        out.stdout.starts_with("All ")
-            && out
-                .stdout
-                .trim_end()
-                .ends_with("sandbox module(s) are healthy."),
-        "{}",
-        out.stdout
-    );
+    // Compiled, no shipped pack has an error and none is pending; the warnings left are the
+    // compiler's expected notes on some libraries (a global they feature-detect).
+    let v = world
+        .nodetool(&["packs", "doctor", "--json"])
+        .out()
+        .status(0)
+        .json();
+    assert_eq!(v["errors"], 0, "{v}");
+    let problems = v["packs"].as_array().cloned().unwrap_or_default();
+    for pack in &problems {
+        for problem in pack["problems"].as_array().into_iter().flatten() {
+            assert_eq!(problem["code"], "npm-module-warning", "{pack}");
+        }
+    }
+    // With --deny-warnings those notes fail the check.
+    let strict = world
+        .nodetool(&["packs", "doctor", "--deny-warnings"])
+        .out();
+    assert_eq!(strict.code, if problems.is_empty() { 0 } else { 1 });
 }
 
 #[test]
@@ -1464,14 +1442,14 @@ fn packs_docs_prints_the_skill_or_the_module_section() {
 #[test]
 fn packs_allow_and_disallow_write_the_trust_file() {
     let world = World::new();
-    let file = world.tmp.path().join("config/nodetool/packs.json");
+    let file = world.base.path().join("config/nodetool/packs.json");
     let out = world
         .nodetool(&["packs", "allow", "@nodetool-ai/sandbox-geo"])
         .out()
         .status(0);
     assert!(
         out.stdout
-            .starts_with("@nodetool-ai/sandbox-geo is trusted."),
+            .starts_with("@nodetool-ai/sandbox-geo is allowed for agents as shipped."),
         "{}",
         out.stdout
     );
@@ -1479,28 +1457,42 @@ fn packs_allow_and_disallow_write_the_trust_file() {
         serde_json::from_str(&must(fs::read_to_string(&file), "read packs.json")),
         "parse packs.json",
     );
-    assert_eq!(written, json!({ "allowed": ["@nodetool-ai/sandbox-geo"] }));
+    assert_eq!(
+        written,
+        json!({ "allowed": [{"name": "@nodetool-ai/sandbox-geo", "identity": "shipped"}] })
+    );
     let out = world
         .nodetool(&["packs", "allow", "@nodetool-ai/sandbox-geo"])
         .out()
         .status(0);
     assert!(
         out.stdout
-            .starts_with("@nodetool-ai/sandbox-geo is trusted (unchanged)."),
+            .starts_with("@nodetool-ai/sandbox-geo is allowed for agents as shipped (unchanged)."),
         "{}",
         out.stdout
     );
     world
-        .nodetool(&["packs", "allow", "@acme/other"])
+        .nodetool(&["packs", "allow", "@nodetool-ai/sandbox-csv"])
         .out()
         .status(0);
+    // A name no pack on the search path has: there is no identity to allow.
+    let out = world
+        .nodetool(&["packs", "allow", "@acme/other"])
+        .out()
+        .status(1);
+    assert!(
+        out.stderr
+            .contains("no pack named @acme/other is on the search path"),
+        "{}",
+        out.stderr
+    );
     let out = world
         .nodetool(&["packs", "disallow", "@nodetool-ai/sandbox-geo"])
         .out()
         .status(0);
     assert!(
         out.stdout
-            .starts_with("@nodetool-ai/sandbox-geo is no longer trusted."),
+            .starts_with("@nodetool-ai/sandbox-geo is no longer allowed for agents."),
         "{}",
         out.stdout
     );
@@ -1508,23 +1500,27 @@ fn packs_allow_and_disallow_write_the_trust_file() {
         serde_json::from_str(&must(fs::read_to_string(&file), "read packs.json")),
         "parse packs.json",
     );
-    assert_eq!(written, json!({ "allowed": ["@acme/other"] }));
+    assert_eq!(
+        written,
+        json!({ "allowed": [{"name": "@nodetool-ai/sandbox-csv", "identity": "shipped"}] })
+    );
     // Falls back to $HOME/.config without XDG_CONFIG_HOME.
     let out = world
-        .nodetool(&["packs", "allow", "@acme/home"])
+        .nodetool(&["packs", "allow", "@nodetool-ai/sandbox-zip"])
         .env("XDG_CONFIG_HOME", "")
         .out()
         .status(0);
     assert!(
-        out.stdout.starts_with("@acme/home is trusted."),
+        out.stdout
+            .starts_with("@nodetool-ai/sandbox-zip is allowed for agents as shipped."),
         "{}",
         out.stdout
     );
     assert!(
         world
-            .tmp
-            .path()
-            .join("home/.config/nodetool/packs.json")
+            .base
+            .home()
+            .join(".config/nodetool/packs.json")
             .is_file()
     );
 }
@@ -1609,7 +1605,7 @@ fn codeact_prompt_lists_allowed_specifiers_or_says_none() {
     );
     // The default allowlist is the trusted packs.
     world
-        .nodetool(&["packs", "allow", "@fixture/geo"])
+        .nodetool(&["--packs", &packs, "packs", "allow", "@fixture/geo"])
         .out()
         .status(0);
     let out = world
@@ -1675,6 +1671,8 @@ fn codeact_step_runs_allowed_actions() {
         .out()
         .status(0)
         .json();
+    // The observation and its outcome (the step's other fields are tested on their own).
+    let v = json!({ "ok": v["ok"], "observation": v["observation"] });
     assert_eq!(
         v,
         json!({ "ok": true, "observation": "computing\n{\"km\":222}" })
@@ -1686,6 +1684,7 @@ fn codeact_step_runs_allowed_actions() {
         .out()
         .status(0)
         .json();
+    let v = json!({ "ok": v["ok"], "observation": v["observation"] });
     assert_eq!(v, json!({ "ok": true, "observation": "42" }));
     let v = world
         .nodetool(&["--packs", &packs, "codeact", "step", "-", "--json"])
@@ -1693,6 +1692,8 @@ fn codeact_step_runs_allowed_actions() {
         .out()
         .status(0)
         .json();
+    // The observation and its outcome (the step's other fields are tested on their own).
+    let v = json!({ "ok": v["ok"], "observation": v["observation"] });
     assert_eq!(
         v,
         json!({ "ok": true, "observation": "{\"$bytes\":\"AQ==\"}" })
@@ -1786,6 +1787,8 @@ fn codeact_step_refuses_off_allowlist_imports_before_the_guest_starts() {
         .out()
         .status(1)
         .json();
+    // The observation and its outcome (the step's other fields are tested on their own).
+    let v = json!({ "ok": v["ok"], "observation": v["observation"] });
     assert_eq!(
         v,
         json!({ "ok": false, "observation": "The action imports \"@acme/notes\", which is not on this session's package allowlist. No sandbox package is available in this session. Rewrite the action without the import." })
@@ -1829,7 +1832,7 @@ fn codeact_step_default_allowlist_is_the_trusted_packs() {
         .json();
     assert_eq!(v["ok"], false);
     world
-        .nodetool(&["packs", "allow", "@fixture/geo"])
+        .nodetool(&["--packs", &packs, "packs", "allow", "@fixture/geo"])
         .out()
         .status(0);
     let v = world
@@ -1837,6 +1840,7 @@ fn codeact_step_default_allowlist_is_the_trusted_packs() {
         .out()
         .status(0)
         .json();
+    let v = json!({ "ok": v["ok"], "observation": v["observation"] });
     assert_eq!(v, json!({ "ok": true, "observation": "extra" }));
     // An explicit --allow replaces the default.
     let v = world
@@ -1925,7 +1929,7 @@ fn codeact_docs_trusted_plain_untrusted_escaped_and_refused_off_the_allowlist() 
 
     // Trusted: plain, and allowed by default.
     world
-        .nodetool(&["packs", "allow", "@acme/notes"])
+        .nodetool(&["--packs", &packs, "packs", "allow", "@acme/notes"])
         .out()
         .status(0);
     let out = world
@@ -1942,7 +1946,7 @@ fn codeact_docs_trusted_plain_untrusted_escaped_and_refused_off_the_allowlist() 
 
     // A module's own section.
     world
-        .nodetool(&["packs", "allow", "@fixture/geo"])
+        .nodetool(&["--packs", &packs, "packs", "allow", "@fixture/geo"])
         .out()
         .status(0);
     let out = world
@@ -2097,17 +2101,9 @@ fn a_closed_stdout_is_not_a_panic() {
         &["schema"][..],
         &["packs", "docs", "@nodetool-ai/sandbox-geo"][..],
     ] {
-        let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_nodetool"));
-        for (name, value) in world.isolation() {
-            match value {
-                Some(value) => cmd.env(name, value),
-                None => cmd.env_remove(name),
-            };
-        }
+        let mut cmd = world.command();
         let output = must(
             cmd.args(args)
-                .current_dir(world.work())
-                .stdin(std::process::Stdio::null())
                 .stdout(must(writer.try_clone(), "clone the pipe"))
                 .output(),
             "run nodetool",
@@ -2116,4 +2112,893 @@ fn a_closed_stdout_is_not_a_panic() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
         assert_eq!(output.status.code(), Some(0), "{args:?}: {stderr}");
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Diagnostics that say what to do (issue 20): check, lock refusing, help lines, JSON errors,
+// escaped terminal text, completions and the man page, packs new passing doctor
+// ---------------------------------------------------------------------------------------------
+
+#[test]
+fn check_reports_a_missing_export_with_its_caret_and_the_closest_name() {
+    let world = World::empty();
+    let packs = world.fixture_geo_root().display().to_string();
+    let body = "import { Haversine } from \"@fixture/geo\";\nreturn Haversine(1, 2);\n";
+    world.write("body.js", body);
+    let human = world
+        .nodetool(&["--packs", &packs, "check", "body.js"])
+        .out()
+        .status(1);
+    insta::assert_snapshot!("check_missing_export_human", world.normalize(&human.stdout));
+    let json = world
+        .nodetool(&["--packs", &packs, "check", "-", "--json"])
+        .stdin(body)
+        .out()
+        .status(1)
+        .json();
+    insta::assert_snapshot!("check_missing_export_json", pretty(&json));
+    // The run says the same, as a link error with its own code and no engine module id.
+    let run = world
+        .nodetool(&["--packs", &packs, "run", "body.js", "--json"])
+        .out()
+        .status(1)
+        .json();
+    insta::assert_snapshot!("run_missing_export_json", pretty(&run));
+    let run = world
+        .nodetool(&["--packs", &packs, "run", "body.js"])
+        .out()
+        .status(1);
+    assert!(!run.stderr.contains("nodetool-sandbox:"), "{}", run.stderr);
+    insta::assert_snapshot!("run_missing_export_human", world.normalize(&run.stderr));
+    // A clean body passes; a warning fails only under --deny-warnings.
+    world.write(
+        "ok.js",
+        "import { haversine } from \"@fixture/geo\";\nreturn haversine(1, 2);\n",
+    );
+    world
+        .nodetool(&["--packs", &packs, "check", "ok.js"])
+        .out()
+        .status(0);
+}
+
+#[test]
+fn check_names_absent_globals() {
+    let world = World::empty();
+    world.write(
+        "timer.js",
+        "setTimeout(() => 1, 5);\nreturn typeof process;\n",
+    );
+    let out = world.nodetool(&["check", "timer.js"]).out().status(1);
+    insta::assert_snapshot!("check_absent_global_human", world.normalize(&out.stdout));
+    let v = world
+        .nodetool(&["check", "timer.js", "--json"])
+        .out()
+        .status(1)
+        .json();
+    insta::assert_snapshot!("check_absent_global_json", pretty(&v));
+}
+
+#[test]
+fn lock_refuses_a_broken_workflow_and_writes_nothing() {
+    let world = World::empty();
+    let packs = world.fixture_geo_root().display().to_string();
+    let graph = json!({ "nodes": [{ "id": "n1", "type": "nodetool.code.Code", "data": { "code": "import { nope } from \"@fixture/geo\";\nreturn nope();" } }] }).to_string();
+    world.write("wf.json", &graph);
+    let out = world
+        .nodetool(&["--packs", &packs, "lock", "wf.json"])
+        .out()
+        .status(1);
+    assert!(out.stdout.contains("code_missing_export"), "{}", out.stdout);
+    assert!(out.stderr.contains("lock refused"), "{}", out.stderr);
+    assert_eq!(world.read("wf.json"), graph);
+    let v = world
+        .nodetool(&["--packs", &packs, "lock", "wf.json", "--json"])
+        .out()
+        .status(1)
+        .json();
+    assert_eq!(v["ok"], false);
+    assert_eq!(v["error"]["code"], "lock-refused");
+    assert_eq!(world.read("wf.json"), graph);
+}
+
+#[test]
+fn missing_capabilities_name_their_flags_and_workspace_lists_its_methods() {
+    let world = World::empty();
+    for (body, flag) in [
+        (
+            "return await fetch(\"http://127.0.0.1:9/\");",
+            "--allow-fetch HOST",
+        ),
+        ("return getSecret(\"K\");", "--secret NAME=VALUE"),
+        ("return workspace.list();", "--workspace DIR"),
+    ] {
+        world.write("cap.js", body);
+        let out = world.nodetool(&["run", "cap.js"]).out().status(1);
+        assert!(out.stderr.contains("help: grant"), "{body}: {}", out.stderr);
+        assert!(out.stderr.contains(flag), "{body}: {}", out.stderr);
+    }
+    let ws = world.dir("ws").display().to_string();
+    world.write("keys.js", "return Object.keys(workspace).sort();");
+    let keys = world
+        .nodetool(&["run", "keys.js", "--workspace", &ws, "--json"])
+        .out()
+        .status(0)
+        .json();
+    world.write("typo.js", "return workspace.lst();");
+    let out = world
+        .nodetool(&["run", "typo.js", "--workspace", &ws])
+        .out()
+        .status(1);
+    let mut listed: Vec<String> = out
+        .stderr
+        .lines()
+        .find_map(|l| {
+            l.trim()
+                .strip_prefix("help: `workspace` has these methods: ")
+        })
+        .unwrap_or_default()
+        .split(", ")
+        .map(str::to_string)
+        .collect();
+    listed.sort();
+    assert_eq!(json!(listed), keys["result"], "{}", out.stderr);
+}
+
+#[test]
+fn a_typo_in_a_pack_name_gets_the_closest_one() {
+    let world = World::empty();
+    let packs = world.fixture_geo_root().display().to_string();
+    world.write(
+        "typo.js",
+        "import { haversine } from \"@fixture/gea\";\nreturn 1;\n",
+    );
+    let out = world
+        .nodetool(&["--packs", &packs, "run", "typo.js"])
+        .out()
+        .status(1);
+    assert!(
+        out.stderr.contains("help: did you mean @fixture/geo?"),
+        "{}",
+        out.stderr
+    );
+    let out = world
+        .nodetool(&[
+            "--packs",
+            &packs,
+            "codeact",
+            "step",
+            "-",
+            "--allow",
+            "@fixture/gea",
+        ])
+        .stdin("return 1")
+        .out()
+        .status(0);
+    assert!(
+        out.stderr
+            .contains("--allow @fixture/gea names no installed pack; did you mean @fixture/geo?"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn every_command_answers_json_errors_in_json_mode() {
+    let world = World::empty();
+    world.write("bad.json", "{\"nodes\": 3}");
+    let cases: &[&[&str]] = &[
+        &["frobnicate", "--json"],
+        &["run", "missing.js", "--json"],
+        &["check", "missing.js", "--json"],
+        &["validate", "bad.json", "--json"],
+        &["lock", "bad.json", "--json"],
+        &["packs", "list", "--bogus", "--json"],
+        &["packs", "doctor", "@nobody/here", "--json"],
+        &["packs", "docs", "not a specifier", "--json"],
+        &["packs", "allow", "Not A Name", "--json"],
+        &["packs", "disallow", "Not A Name", "--json"],
+        &["packs", "compile", "--bogus", "--json"],
+        &["packs", "new", "Not A Name", "--json"],
+        &["packs", "install", "--json"],
+        &["packs", "rebuild", "--json"],
+        &["packs", "uninstall", "--json"],
+        &["schema", "--bogus", "--json"],
+        &["codeact", "step", "missing.js", "--json"],
+        &["codeact", "prompt", "--allow", "--json"],
+        &["codeact", "docs", "--json"],
+        &["serve", "--port", "nope", "--json"],
+        &["info", "--bogus", "--json"],
+        &["completions", "tcsh", "--json"],
+    ];
+    for args in cases {
+        let out = world.nodetool(args).out();
+        assert_eq!(out.code, 2, "{args:?}: {out:?}");
+        assert_eq!(out.stderr, "", "{args:?}");
+        let v = out.json();
+        assert_eq!(v["ok"], false, "{args:?}");
+        assert_eq!(v["error"]["code"], "usage", "{args:?}");
+        assert!(v["error"]["message"].is_string(), "{args:?}");
+    }
+    // And each command's own answer is JSON too.
+    for args in [
+        &["schema", "--json"][..],
+        &["info", "--json"],
+        &["packs", "list", "--json"],
+        &["packs", "doctor", "--json"],
+        &["codeact", "prompt", "--json"],
+        &["completions", "bash", "--json"],
+    ] {
+        let out = world.nodetool(args).out().status(0);
+        let v: Value = must(serde_json::from_str(out.stdout.trim()), "parse");
+        assert!(v.is_object(), "{args:?}");
+    }
+}
+
+#[test]
+fn codeact_step_json_has_result_logs_error_and_duration_and_takes_run_flags() {
+    let world = World::empty();
+    let v = world
+        .nodetool(&["codeact", "step", "-", "--json", "--input", "{\"n\": 2}"])
+        .stdin("console.log('hi');\nreturn inputs.n * 21;")
+        .out()
+        .status(0)
+        .json();
+    assert_eq!(v["result"], 42);
+    assert_eq!(v["logs"], json!([{ "level": "log", "message": "hi" }]));
+    assert!(v["durationMs"].is_u64(), "{v}");
+    let v = world
+        .nodetool(&["codeact", "step", "-", "--json", "--timeout-ms", "50"])
+        .stdin("const a = 1;\nwhile (true) {}")
+        .out()
+        .status(1)
+        .json();
+    assert_eq!(v["error"]["code"], "timeout", "{v}");
+    let v = world
+        .nodetool(&["codeact", "step", "-", "--json", "--secret", "K=v"])
+        .stdin("const a = 1;\nthrow new Error(getSecret('K'));")
+        .out()
+        .status(1)
+        .json();
+    assert_eq!(v["error"]["code"], "runtime-error", "{v}");
+    assert_eq!(v["error"]["line"], 2, "{v}");
+    assert!(v["error"]["column"].is_u64(), "{v}");
+}
+
+#[test]
+fn human_output_escapes_control_characters_and_json_keeps_them() {
+    let world = World::empty();
+    world.write(
+        "esc.js",
+        "console.log('\\x1b[31mred');\nreturn '\\x1b]0;title\\x07';",
+    );
+    let out = world.nodetool(&["run", "esc.js"]).out().status(0);
+    assert!(
+        !out.stdout.contains('\x1b') && !out.stderr.contains('\x1b'),
+        "{out:?}"
+    );
+    assert_eq!(out.stdout, "\\x1b]0;title\\x07\n");
+    assert_eq!(out.stderr, "\\x1b[31mred\n");
+    let v = world
+        .nodetool(&["run", "esc.js", "--json"])
+        .out()
+        .status(0)
+        .json();
+    assert_eq!(v["result"], "\x1b]0;title\x07");
+}
+
+#[test]
+fn completions_and_the_man_page_generate() {
+    let world = World::empty();
+    for shell in ["bash", "zsh", "fish"] {
+        let out = world.nodetool(&["completions", shell]).out().status(0);
+        assert!(out.stdout.contains("nodetool"), "{shell}");
+        assert!(out.stdout.contains("validate"), "{shell}");
+    }
+    let man = String::from_utf8_lossy(&nodetool_cli::man_page()).into_owned();
+    assert!(
+        man.starts_with(".ie") || man.contains(".TH nodetool"),
+        "{man}"
+    );
+    assert!(man.contains("validate"));
+    let committed = fs::read(root().join(nodetool_cli::MAN_PAGE_PATH)).unwrap_or_default();
+    assert!(
+        committed == nodetool_cli::man_page(),
+        "{} is stale: run `cargo xtask export`",
+        nodetool_cli::MAN_PAGE_PATH
+    );
+}
+
+#[test]
+fn packs_new_scaffolds_packs_that_doctor_passes() {
+    let world = World::empty();
+    let root = world.dir("authored");
+    let root_arg = root.display().to_string();
+    for (name, kind) in [("@acme/hello", "js"), ("@acme/adder", "wasm")] {
+        world
+            .nodetool(&["packs", "new", name, "--kind", kind, "--dir", &root_arg])
+            .out()
+            .status(0);
+        let v = world
+            .nodetool(&[
+                "--packs",
+                &root_arg,
+                "packs",
+                "doctor",
+                name,
+                "--deny-warnings",
+                "--json",
+            ])
+            .out()
+            .status(0)
+            .json();
+        assert_eq!(v["errors"], 0, "{name}: {v}");
+        assert_eq!(v["warnings"], 0, "{name}: {v}");
+        assert!(v["modules"].as_u64().is_some_and(|n| n >= 1), "{name}: {v}");
+    }
+    // The pack's own directory as --packs is searched as the root that holds it.
+    let own = root.join("@acme/hello").display().to_string();
+    world.write(
+        "hi.js",
+        "import { greet } from \"@acme/hello\";\nreturn greet(\"you\");",
+    );
+    let out = world
+        .nodetool(&["--packs", &own, "run", "hi.js"])
+        .out()
+        .status(0);
+    assert_eq!(out.stdout, "hello, you\n");
+    assert!(
+        out.stderr.contains("is the pack @acme/hello itself"),
+        "{}",
+        out.stderr
+    );
+    world.write(
+        "add.js",
+        "import { add } from \"@acme/adder\";\nreturn await add(2, 3);",
+    );
+    let out = world
+        .nodetool(&["--packs", &root_arg, "run", "add.js"])
+        .out()
+        .status(0);
+    assert_eq!(out.stdout, "5\n");
+}
+
+/// A JSON value as indented text, for snapshots.
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}
+
+#[test]
+fn check_warns_when_a_wasm_calls_promise_is_used_as_a_value() {
+    let world = World::empty();
+    let root = world.dir("authored");
+    let root_arg = root.display().to_string();
+    world
+        .nodetool(&[
+            "packs",
+            "new",
+            "@acme/adder",
+            "--kind",
+            "wasm",
+            "--dir",
+            &root_arg,
+        ])
+        .out()
+        .status(0);
+    world.write(
+        "sum.js",
+        "import { add } from \"@acme/adder\";\nreturn add(2, 3) + 1;\n",
+    );
+    let out = world
+        .nodetool(&["--packs", &root_arg, "check", "sum.js"])
+        .out()
+        .status(0);
+    insta::assert_snapshot!("check_unawaited_wasm_human", world.normalize(&out.stdout));
+    let v = world
+        .nodetool(&[
+            "--packs",
+            &root_arg,
+            "check",
+            "sum.js",
+            "--json",
+            "--deny-warnings",
+        ])
+        .out()
+        .status(1)
+        .json();
+    insta::assert_snapshot!("check_unawaited_wasm_json", pretty(&v));
+    // The same shape on an authored JS function is not reported: it may return anything.
+    let packs = world.fixture_geo_root().display().to_string();
+    world.write(
+        "geo.js",
+        "import { haversine } from \"@fixture/geo\";\nreturn haversine(1, 2).toFixed(1);\n",
+    );
+    let out = world
+        .nodetool(&["--packs", &packs, "check", "geo.js", "--deny-warnings"])
+        .out()
+        .status(0);
+    assert!(out.stdout.contains("no issues"), "{}", out.stdout);
+    // Awaited, the WASM call is fine.
+    world.write(
+        "ok.js",
+        "import { add } from \"@acme/adder\";\nreturn (await add(2, 3)) + 1;\n",
+    );
+    world
+        .nodetool(&["--packs", &root_arg, "check", "ok.js", "--deny-warnings"])
+        .out()
+        .status(0);
+}
+
+#[test]
+fn an_uncaught_throw_is_shown_on_its_throw() {
+    let world = World::empty();
+    world.write(
+        "throw.js",
+        "const x = 1;\nfunction f(v) {\n  throw new Error(`bad value ${v}`);\n}\nreturn f(x);\n",
+    );
+    let out = world.nodetool(&["run", "throw.js"]).out().status(1);
+    insta::assert_snapshot!("run_throw_caret_human", world.normalize(&out.stderr));
+    let v = world
+        .nodetool(&["run", "throw.js", "--json"])
+        .out()
+        .status(1)
+        .json();
+    assert_eq!(
+        (v["error"]["line"].clone(), v["error"]["column"].clone()),
+        (json!(3), json!(3)),
+        "{v}"
+    );
+}
+
+#[test]
+fn help_lines_snapshot() {
+    let world = World::empty();
+    let packs = world.fixture_geo_root().display().to_string();
+    let ws = world.dir("ws").display().to_string();
+    let cases: &[(&str, &str, &[&str])] = &[
+        (
+            "fetch.js",
+            "const r = await fetch(\"http://127.0.0.1:9/\");\nreturn r;",
+            &[],
+        ),
+        ("secret.js", "return getSecret(\"TOKEN\");", &[]),
+        ("workspace.js", "return workspace.list();", &[]),
+        (
+            "method.js",
+            "return workspace.lst();",
+            &["--workspace", &ws],
+        ),
+        (
+            "typo.js",
+            "import { haversine } from \"@fixture/gea\";\nreturn haversine(1, 2);",
+            &[],
+        ),
+        (
+            "export.js",
+            "import { Haversine } from \"@fixture/geo\";\nreturn Haversine(1, 2);",
+            &[],
+        ),
+    ];
+    let mut report = String::new();
+    for (file, body, extra) in cases {
+        world.write(file, body);
+        let mut args = vec!["--packs", &packs, "run", file];
+        args.extend_from_slice(extra);
+        let human = world.nodetool(&args).out().status(1);
+        args.push("--json");
+        let json = world.nodetool(&args).out().status(1).json();
+        report.push_str(&format!(
+            "$ nodetool run {file}\n{}$ nodetool run {file} --json\n{}\n\n",
+            human.stderr,
+            pretty(&json["error"])
+        ));
+    }
+    insta::assert_snapshot!("help_lines", world.normalize(&report));
+}
+
+#[test]
+fn quiet_runs_say_nothing_but_the_answer_and_stdin_from_a_pipe_has_no_note() {
+    let world = World::new();
+    world.write(
+        "yaml.js",
+        "import { load } from \"@nodetool-ai/sandbox-yaml\";\nreturn load(\"a: 1\");\n",
+    );
+    // First use compiles the shipped yaml pack: with -q, not a word on stderr.
+    let out = world
+        .nodetool(&["-q", "run", "yaml.js", "--json"])
+        .out()
+        .status(0);
+    assert_eq!(out.stderr, "", "{out:?}");
+    assert_eq!(out.json()["result"], json!({ "a": 1 }));
+    // A body piped in is read without the terminal note.
+    let out = world.nodetool(&["run"]).stdin("return 2").out().status(0);
+    assert_eq!((out.stdout.as_str(), out.stderr.as_str()), ("2\n", ""));
+}
+
+#[test]
+fn an_uncaught_throw_carries_a_short_stack() {
+    let world = World::empty();
+    world.write(
+        "deep.js",
+        "function inner(v) {\n  throw new RangeError(`out of range: ${v}`);\n}\nfunction outer(v) {\n  return inner(v + 1);\n}\nreturn [1].map(outer);\n",
+    );
+    let out = world.nodetool(&["run", "deep.js"]).out().status(1);
+    insta::assert_snapshot!("run_stack_human", world.normalize(&out.stderr));
+    let v = world
+        .nodetool(&["run", "deep.js", "--json"])
+        .out()
+        .status(1)
+        .json();
+    insta::assert_snapshot!("run_stack_json", pretty(&v["error"]));
+    let step = world
+        .nodetool(&["codeact", "step", "deep.js", "--json"])
+        .out()
+        .status(1)
+        .json();
+    assert!(
+        step["observation"]
+            .as_str()
+            .is_some_and(|o| o.contains("\n    at inner (body:2:3)")),
+        "{step}"
+    );
+}
+
+#[test]
+fn a_stack_names_pack_files_as_pack_and_file() {
+    let world = World::empty();
+    let root = world.dir("authored");
+    let root_arg = root.display().to_string();
+    world
+        .nodetool(&[
+            "packs",
+            "new",
+            "@acme/thrower",
+            "--kind",
+            "js",
+            "--dir",
+            &root_arg,
+        ])
+        .out()
+        .status(0);
+    must(
+        fs::write(
+            root.join("@acme/thrower/sandbox/index.js"),
+            "export function greet(who) {\n  if (!who) throw new TypeError(\"greet needs a name\");\n  return `hello, ${who}`;\n}\n",
+        ),
+        "write the pack's module",
+    );
+    world.write(
+        "call.js",
+        "import { greet } from \"@acme/thrower\";\nreturn greet(\"\");\n",
+    );
+    let v = world
+        .nodetool(&["--packs", &root_arg, "run", "call.js", "--json"])
+        .out()
+        .status(1)
+        .json();
+    let stack: Vec<&str> = v["error"]["stack"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|f| f.as_str())
+        .collect();
+    assert_eq!(
+        stack,
+        [
+            "at greet (@acme/thrower::sandbox/index.js:2:23)",
+            "at <anonymous> (body:2:8)"
+        ],
+        "{v}"
+    );
+    assert!(!v.to_string().contains("nodetool-sandbox:"), "{v}");
+}
+
+#[test]
+fn doctor_scans_authored_modules_for_absent_globals() {
+    let world = World::empty();
+    let root = world.dir("authored");
+    let root_arg = root.display().to_string();
+    world
+        .nodetool(&[
+            "packs",
+            "new",
+            "@acme/leaky",
+            "--kind",
+            "js",
+            "--dir",
+            &root_arg,
+        ])
+        .out()
+        .status(0);
+    must(
+        fs::write(
+            root.join("@acme/leaky/sandbox/index.js"),
+            "export function greet(who) {\n  const lang = process.env.LANG;\n  return eval(\"`hello, ${who}`\") + lang;\n}\n",
+        ),
+        "write the pack's module",
+    );
+    let out = world
+        .nodetool(&["--packs", &root_arg, "packs", "doctor", "@acme/leaky"])
+        .out()
+        .status(0);
+    insta::assert_snapshot!(
+        "doctor_authored_globals_human",
+        world.normalize(&out.stdout)
+    );
+    let v = world
+        .nodetool(&[
+            "--packs",
+            &root_arg,
+            "packs",
+            "doctor",
+            "@acme/leaky",
+            "--json",
+            "--deny-warnings",
+        ])
+        .out()
+        .status(1)
+        .json();
+    insta::assert_snapshot!("doctor_authored_globals_json", pretty(&v));
+}
+
+#[test]
+fn every_command_has_an_example_and_colour_is_asked_for_or_off() {
+    fn walk(command: &clap::Command, path: &str, missing: &mut Vec<String>) {
+        for sub in command.get_subcommands() {
+            let name = format!("{path} {}", sub.get_name());
+            if sub.has_subcommands() {
+                walk(sub, &name, missing);
+            } else if !sub
+                .get_after_help()
+                .is_some_and(|h| h.to_string().contains("Example"))
+            {
+                missing.push(name);
+            }
+        }
+    }
+    let mut missing = Vec::new();
+    walk(&nodetool_cli::command(), "nodetool", &mut missing);
+    assert!(missing.is_empty(), "no example in --help: {missing:?}");
+
+    let world = World::empty();
+    world.write("bad.js", "console.log('\\x1b[2J');\nreturn nope;");
+    // Not a terminal: no colour, and a body's escape sequence is shown escaped.
+    let plain = world.nodetool(&["run", "bad.js"]).out().status(1);
+    assert!(!plain.stderr.contains('\x1b'), "{plain:?}");
+    // Asked for: our colour only, the body's sequence still escaped.
+    let coloured = world
+        .nodetool(&["run", "bad.js", "--color", "always"])
+        .out()
+        .status(1);
+    assert!(
+        coloured
+            .stderr
+            .contains("\x1b[1;31merror[runtime-error]\x1b[0m"),
+        "{coloured:?}"
+    );
+    assert!(coloured.stderr.contains("\\x1b[2J"), "{coloured:?}");
+    assert!(!coloured.stderr.contains("\x1b[2J"), "{coloured:?}");
+    // JSON never has colour.
+    let json = world
+        .nodetool(&["run", "bad.js", "--color", "always", "--json"])
+        .out()
+        .status(1);
+    assert!(!json.stdout.contains("\x1b[1;31m"), "{json:?}");
+}
+
+#[test]
+fn docs_allow_new_and_lock_answer_json() {
+    let (world, packs) = codeact_world();
+    let docs = world
+        .nodetool(&["--packs", &packs, "packs", "docs", "@fixture/geo", "--json"])
+        .out()
+        .status(0)
+        .json();
+    assert_eq!(docs["ok"], true);
+    assert!(
+        docs["text"].as_str().is_some_and(|t| !t.is_empty()),
+        "{docs}"
+    );
+    let missing = world
+        .nodetool(&["--packs", &packs, "packs", "docs", "@fixture/geq", "--json"])
+        .out()
+        .status(1)
+        .json();
+    assert_eq!(missing["error"]["code"], "docs-not-found", "{missing}");
+    let allowed = world
+        .nodetool(&[
+            "--packs",
+            &packs,
+            "packs",
+            "allow",
+            "@fixture/geo",
+            "--json",
+        ])
+        .out()
+        .status(0)
+        .json();
+    assert_eq!(
+        (allowed["ok"].clone(), allowed["allowedForAgents"].clone()),
+        (json!(true), json!(true)),
+        "{allowed}"
+    );
+    let tool = world
+        .nodetool(&[
+            "--packs",
+            &packs,
+            "codeact",
+            "docs",
+            "@fixture/geo",
+            "--json",
+        ])
+        .out()
+        .status(0)
+        .json();
+    assert_eq!(tool["specifier"], "@fixture/geo", "{tool}");
+    let refused = world
+        .nodetool(&[
+            "--packs",
+            &packs,
+            "codeact",
+            "docs",
+            "@acme/notes",
+            "--allow",
+            "@fixture/geo",
+            "--json",
+        ])
+        .out()
+        .status(1)
+        .json();
+    assert_eq!(refused["error"]["code"], "docs-refused", "{refused}");
+    let root = world.dir("scaffolds").display().to_string();
+    let new = world
+        .nodetool(&["packs", "new", "@acme/fresh", "--dir", &root, "--json"])
+        .out()
+        .status(0)
+        .json();
+    assert_eq!(
+        new["files"],
+        json!(["package.json", "sandbox/index.js", "SKILL.md"]),
+        "{new}"
+    );
+    world.write("wf.json", &json!({ "nodes": [{ "id": "a", "type": "nodetool.code.Code", "data": { "code": "return 1" } }] }).to_string());
+    let lock = world
+        .nodetool(&["lock", "wf.json", "--json"])
+        .out()
+        .status(0)
+        .json();
+    assert_eq!(
+        (lock["ok"].clone(), lock["stamped"].clone()),
+        (json!(true), json!(1)),
+        "{lock}"
+    );
+}
+
+#[test]
+fn a_pack_directory_outside_a_root_layout_gets_the_fix() {
+    let world = World::empty();
+    let root = world.dir("authored");
+    let root_arg = root.display().to_string();
+    world
+        .nodetool(&[
+            "packs",
+            "new",
+            "@acme/loose",
+            "--kind",
+            "js",
+            "--dir",
+            &root_arg,
+        ])
+        .out()
+        .status(0);
+    // Moved out of its @acme/ folder, the pack's own directory is no root and holds no root.
+    let moved = world.base.path().join("loose");
+    must(
+        fs::rename(root.join("@acme/loose"), &moved),
+        "move the pack",
+    );
+    let moved_arg = moved.display().to_string();
+    let out = world
+        .nodetool(&["--packs", &moved_arg, "packs", "list"])
+        .out()
+        .status(0);
+    assert!(
+        out.stderr.contains("is the pack @acme/loose itself, and not in a node_modules-style root; help: put it at <root>/@acme/loose and pass --packs <root>"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn check_finds_a_namespace_member_its_module_lacks() {
+    let world = World::empty();
+    let packs = world.fixture_geo_root().display().to_string();
+    world.write(
+        "ns.js",
+        "import * as geo from \"@fixture/geo\";\nreturn geo.haversin(1, 2) + geo.haversine(1, 2);\n",
+    );
+    let out = world
+        .nodetool(&["--packs", &packs, "check", "ns.js"])
+        .out()
+        .status(1);
+    insta::assert_snapshot!("check_namespace_member_human", world.normalize(&out.stdout));
+    let v = world
+        .nodetool(&["--packs", &packs, "check", "ns.js", "--json"])
+        .out()
+        .status(1)
+        .json();
+    let codes: Vec<&str> = v["issues"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|i| i["code"].as_str())
+        .collect();
+    assert_eq!(codes, ["code_missing_export"], "{v}");
+}
+
+#[test]
+fn run_on_a_terminal_says_it_is_reading_stdin() {
+    // `script` (util-linux, essential on Debian) gives the command a terminal for stdin.
+    let Ok(script) = which_script() else {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "CI must have script (util-linux)"
+        );
+        eprintln!("skipped: no script(1) here");
+        return;
+    };
+    let world = World::empty();
+    let binary = assert_cmd::cargo::cargo_bin("nodetool");
+    let mut command = world.base.command(script);
+    command
+        .args(["-qec", &format!("{} run", binary.display()), "/dev/null"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    let mut child = must(command.spawn(), "start script");
+    if let Some(mut stdin) = child.stdin.take() {
+        use std::io::Write as _;
+        must(stdin.write_all(b"return 7\n\x04"), "type the body");
+    }
+    let output = must(child.wait_with_output(), "wait for script");
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        text.contains("nodetool: reading the body from standard input (end it with Ctrl-D"),
+        "{text}"
+    );
+    assert!(text.lines().any(|l| l.trim_end() == "7"), "{text}");
+}
+
+/// Where `script` is, if it is on `PATH`.
+fn which_script() -> Result<PathBuf, ()> {
+    std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|p| std::env::split_paths(&p).collect::<Vec<_>>())
+        .map(|dir| dir.join("script"))
+        .find(|p| p.is_file())
+        .ok_or(())
+}
+
+#[test]
+fn check_suggests_the_closest_pack_for_a_typo() {
+    let world = World::empty();
+    let packs = world.fixture_geo_root().display().to_string();
+    world.write(
+        "typo.js",
+        "import { haversine } from '@fixture/gee';\nreturn haversine(1, 2);\n",
+    );
+    let out = world
+        .nodetool(&["--packs", &packs, "check", "typo.js"])
+        .out()
+        .status(1);
+    insta::assert_snapshot!("check_pack_typo_human", world.normalize(&out.stdout));
+    let v = world
+        .nodetool(&["--packs", &packs, "check", "typo.js", "--json"])
+        .out()
+        .status(1)
+        .json();
+    assert_eq!(
+        v["issues"][0]["help"],
+        json!(["did you mean @fixture/geo?"]),
+        "{v}"
+    );
 }

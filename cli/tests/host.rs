@@ -1,5 +1,6 @@
 //! The shipped host packs through `nodetool run`, as a new user would call them.
 
+use nodetool_tests::world::{World, shipped_packs};
 use serde_json::Value;
 
 fn run(code: &str) -> (Value, i32) {
@@ -10,16 +11,8 @@ fn run(code: &str) -> (Value, i32) {
 /// `nodetool run --json <extra>` with the body on stdin: the JSON answer, the exit code and
 /// what went to stderr.
 fn run_with(code: &str, extra: &[&str]) -> (Value, i32, String) {
-    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let output = assert_cmd::Command::cargo_bin("nodetool")
-        .unwrap_or_else(|e| panic!("{e}"))
-        .env_clear()
-        .env("HOME", home.path())
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env(
-            "NODETOOL_SHIPPED_PACKS_DIR",
-            concat!(env!("CARGO_MANIFEST_DIR"), "/../packs"),
-        )
+    let world = World::with_shipped(shipped_packs());
+    let output = assert_cmd::Command::from_std(world.command(env!("CARGO_BIN_EXE_nodetool")))
         .args(["run", "--json"])
         .args(extra)
         .write_stdin(code)

@@ -1,6 +1,10 @@
-//! `nodetool packs install | trust | uninstall` end to end with the machine's npm, offline: the
-//! packages are tarballs each test builds with `npm pack` from fixture packages it writes, and
-//! the registry points at a closed loopback port, so nothing can be fetched.
+//! `nodetool packs install | trust | uninstall | allow` end to end with the machine's npm,
+//! offline: the packages are tarballs each test builds with `npm pack` from fixture packages it
+//! writes, and the registry points at a closed loopback port, so nothing can be fetched.
+//!
+//! Authority is bound to identity: a local tarball may not take a first-party name without
+//! `--allow-reserved-name`, and consent (`packs allow`) is given to a pack's identity, so a pack
+//! whose identity changes is untrusted until allowed again, saying why in `packs list`.
 //!
 //! The fixture packages' `preinstall`, `install` and `postinstall` scripts (and a dependency's
 //! own `install` script) each write a marker file; where markers appear says which scripts
@@ -10,37 +14,38 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Output;
 
+use nodetool_tests::world::{self as harness, must, shipped_packs};
 use serde_json::{Value, json};
-use tempfile::TempDir;
 
-fn must<T, E: std::fmt::Display>(r: Result<T, E>, what: &str) -> T {
-    r.unwrap_or_else(|e| panic!("{what}: {e}"))
-}
-
-/// A fresh home (the installed root is under it), a workshop for fixture packages and
-/// tarballs, and a marker directory the lifecycle scripts write into.
-struct World {
-    tmp: TempDir,
-}
+/// A fresh world of the harness (the installed root is under its data directory), its working
+/// directory the workshop for fixture packages and tarballs, and a marker directory the
+/// lifecycle scripts write into. The shipped root is an empty directory, or the checkout's
+/// shipped packs.
+struct World(harness::World);
 
 /// A registry nothing listens on: any fetch fails at once.
 const CLOSED_REGISTRY: &str = "http://127.0.0.1:9/";
 
 impl World {
     fn new() -> World {
-        let tmp = must(tempfile::tempdir(), "create a temp dir");
-        for dir in ["home", "work/no-shipped", "markers"] {
-            must(fs::create_dir_all(tmp.path().join(dir)), "create a dir");
-        }
-        World { tmp }
+        let world = World(harness::World::new());
+        world.0.dir("markers");
+        world
+    }
+
+    /// A world whose shipped packs are the checkout's `packs/`.
+    fn with_shipped_packs() -> World {
+        let world = World(harness::World::with_shipped(shipped_packs()));
+        world.0.dir("markers");
+        world
     }
 
     fn path(&self, sub: &str) -> PathBuf {
-        self.tmp.path().join(sub)
+        self.0.path().join(sub)
     }
 
     fn packs_dir(&self) -> PathBuf {
-        self.path("home/.local/share/nodetool/packs")
+        self.0.data().join("nodetool/packs")
     }
 
     /// Writes a fixture package whose lifecycle scripts each drop `<marker>.<script>` into
@@ -64,7 +69,9 @@ impl World {
             }
             must(fs::write(path, text), "write a package file");
         }
-        let out = std::process::Command::new("npm")
+        let out = self
+            .0
+            .command("npm")
             .args(["pack", "--ignore-scripts", "--silent", "--pack-destination"])
             .arg(self.path("work"))
             .current_dir(&dir)
@@ -122,14 +129,11 @@ impl World {
     }
 
     fn nodetool_with_registry(&self, args: &[&str], registry: &str) -> Output {
-        let output = must(assert_cmd::Command::cargo_bin("nodetool"), "find nodetool")
-            .env_clear()
-            .env("HOME", self.path("home"))
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        let output = self
+            .0
+            .command(env!("CARGO_BIN_EXE_nodetool"))
             .env("npm_config_registry", registry)
             .env("npm_config_fetch_retries", "0")
-            .env("NODETOOL_SHIPPED_PACKS_DIR", self.path("work/no-shipped"))
-            .current_dir(self.path("work"))
             .args(args)
             .output();
         let output = must(output, "run nodetool");
@@ -149,6 +153,73 @@ impl World {
             ),
         );
         (value, output.status.code().unwrap_or(-1))
+    }
+
+    fn allowlist_path(&self) -> PathBuf {
+        self.0.config().join("nodetool/packs.json")
+    }
+
+    /// Writes a sandbox pack named `name` whose root module exports `marker` into `dir`.
+    fn write_sandbox_pack(&self, dir: &Path, name: &str, version: &str, marker: &str) {
+        must(fs::create_dir_all(dir.join("sandbox")), "create a pack dir");
+        let (manifest, files) = sandbox_pack(name, version, marker);
+        must(
+            fs::write(dir.join("package.json"), manifest.to_string()),
+            "write package.json",
+        );
+        for (file, text) in files {
+            must(fs::write(dir.join(file), text), "write a pack file");
+        }
+    }
+
+    /// A tarball of such a pack.
+    fn sandbox_tarball(&self, name: &str, version: &str, marker: &str) -> PathBuf {
+        let (manifest, files) = sandbox_pack(name, version, marker);
+        let files: Vec<(&str, &str)> = files.iter().map(|(f, t)| (*f, t.as_str())).collect();
+        self.package(manifest, &files)
+    }
+
+    /// Runs nodetool and asserts it succeeded; returns its stdout.
+    fn ok(&self, args: &[&str]) -> String {
+        let output = self.nodetool(args);
+        assert!(
+            output.status.success(),
+            "{args:?} failed: {}{}",
+            String::from_utf8_lossy(&output.stdout),
+            stderr(&output)
+        );
+        String::from_utf8_lossy(&output.stdout).into_owned()
+    }
+
+    /// `packs list --json`'s diagnostics for `pack` (with `extra` arguments first).
+    fn diagnostics(&self, extra: &[&str], pack: &str) -> Vec<(String, String)> {
+        let mut args = extra.to_vec();
+        args.extend(["packs", "list", "--json"]);
+        let (list, code) = self.json(&args);
+        assert_eq!(code, 0, "{list}");
+        list["diagnostics"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|d| d["packName"] == pack)
+            .map(|d| {
+                (
+                    d["code"].as_str().unwrap_or_default().to_string(),
+                    d["message"].as_str().unwrap_or_default().to_string(),
+                )
+            })
+            .collect()
+    }
+
+    /// What a CodeAct session allows by default (the consented packs' specifiers).
+    fn prompt(&self, extra: &[&str]) -> String {
+        let mut args = extra.to_vec();
+        args.extend(["codeact", "prompt"]);
+        self.ok(&args)
+    }
+
+    fn installed(&self, name: &str) -> bool {
+        self.packs_dir().join("node_modules").join(name).is_dir()
     }
 
     fn ledger(&self) -> Value {
@@ -187,7 +258,7 @@ impl World {
             }
         }
         let mut out = Vec::new();
-        let base = self.path("home/.local/share/nodetool");
+        let base = self.0.data().join("nodetool");
         walk(&base, &base, &mut out);
         out.sort();
         out
@@ -220,6 +291,20 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
+const GEO: &str = "@nodetool-ai/sandbox-geo";
+
+/// A sandbox pack's manifest and files: its root module exports `marker`.
+fn sandbox_pack(name: &str, version: &str, marker: &str) -> (Value, Vec<(&'static str, String)>) {
+    let manifest = json!({
+        "name": name, "version": version, "type": "module",
+        "nodetool": {"apiVersion": 1, "sandboxModules": [
+            {"name": ".", "kind": "js", "file": "sandbox/index.js"}
+        ]},
+    });
+    let index = format!("export const marker = {marker:?};\n");
+    (manifest, vec![("sandbox/index.js", index)])
+}
+
 #[test]
 fn install_runs_no_script_and_trust_runs_them_all_against_the_files_on_disk() {
     let world = World::new();
@@ -228,6 +313,7 @@ fn install_runs_no_script_and_trust_runs_them_all_against_the_files_on_disk() {
     assert_eq!(code, 0, "{answer}");
     assert_eq!(answer["packName"], "@fx/host-pack");
     assert_eq!(answer["mode"], "register");
+    assert_eq!(answer["reservedName"], false);
     assert_eq!(answer["active"], false);
     assert_eq!(answer["scripts"], "skipped");
     let closure: Vec<&str> = answer["closure"]
@@ -258,7 +344,7 @@ fn install_runs_no_script_and_trust_runs_them_all_against_the_files_on_disk() {
     let text = world.nodetool(&["packs", "list"]);
     assert!(
         String::from_utf8_lossy(&text.stdout)
-            .contains("@fx/host-pack@1.0.0  register  inactive  scripts skipped"),
+            .contains("@fx/host-pack@1.0.0  install mode register  inactive  scripts skipped"),
         "{text:?}"
     );
 
@@ -337,11 +423,7 @@ fn a_pack_is_classified_from_the_artifact_on_disk_as_it_moves_between_versions()
     assert_eq!(answer["modules"][0]["specifier"], "@fx/moving/lib");
     assert_eq!(answer["modules"][0]["outcome"], "compiled", "{answer}");
 
-    let output = must(assert_cmd::Command::cargo_bin("nodetool"), "find nodetool")
-        .env_clear()
-        .env("HOME", world.path("home"))
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("NODETOOL_SHIPPED_PACKS_DIR", world.path("work/no-shipped"))
+    let output = assert_cmd::Command::from_std(world.0.command(env!("CARGO_BIN_EXE_nodetool")))
         .args(["run", "--json"])
         .write_stdin("import { twice } from '@fx/moving';\nimport shout from '@fx/moving/lib';\nreturn shout('x' + twice(21));")
         .output();
@@ -366,7 +448,7 @@ fn a_pack_is_classified_from_the_artifact_on_disk_as_it_moves_between_versions()
     assert_eq!(output.status.code(), Some(0), "{}", stderr(&output));
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(
-        stdout.contains("@fx/moving changed mode: 1.1.0 (register) was sandbox-only"),
+        stdout.contains("@fx/moving changed install mode: 1.1.0 (register) was sandbox-only"),
         "{stdout}"
     );
     assert!(
@@ -532,5 +614,265 @@ fn every_failure_leaves_the_ledger_and_the_installed_root_as_they_were() {
         stderr(&output).contains("install ledger is corrupt"),
         "{}",
         stderr(&output)
+    );
+}
+
+/// The identity codes among `diagnostics` (the test packs have no SKILL.md, for one).
+fn codes(diagnostics: &[(String, String)]) -> Vec<&str> {
+    identity_diagnostics(diagnostics)
+        .into_iter()
+        .map(|(c, _)| c.as_str())
+        .collect()
+}
+
+fn identity_diagnostics(diagnostics: &[(String, String)]) -> Vec<&(String, String)> {
+    diagnostics
+        .iter()
+        .filter(|(c, _)| c.starts_with("consent-") || c == "shipped-pack-shadowed")
+        .collect()
+}
+
+#[test]
+fn an_impostor_of_a_shipped_pack_is_refused_without_the_flag_and_never_inherits_consent() {
+    let world = World::with_shipped_packs();
+    world.ok(&["packs", "allow", GEO]);
+    let allowlist = must(fs::read_to_string(world.allowlist_path()), "read allowlist");
+    assert!(
+        allowlist.contains("\"identity\": \"shipped\""),
+        "{allowlist}"
+    );
+    assert!(world.prompt(&[]).contains(GEO));
+    assert_eq!(codes(&world.diagnostics(&[], GEO)), Vec::<&str>::new());
+
+    let impostor = world.sandbox_tarball(GEO, "9.9.9", "impostor");
+    let impostor = impostor.to_string_lossy();
+    let (refusal, code) = world.json(&["packs", "install", "--json", &impostor]);
+    assert_eq!(code, 1, "{refusal}");
+    assert_eq!(refusal["error"]["code"], "install-reserved-name");
+    let message = refusal["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("reserved for NodeTool's own packs")
+            && message.contains("\nhelp: ")
+            && message.contains("--allow-reserved-name"),
+        "{message}"
+    );
+    assert!(!world.installed(GEO), "a refused install landed");
+    // The human form says the same, with its help line.
+    let output = world.nodetool(&["packs", "install", &impostor]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("help: if you mean to replace NodeTool's pack"),
+        "{stderr}"
+    );
+    assert!(!world.installed(GEO));
+    // A body still imports the shipped pack.
+    let body = world.path("work/body.js");
+    must(
+        fs::write(
+            &body,
+            format!("import * as geo from {GEO:?};\nreturn typeof geo.marker;\n"),
+        ),
+        "write a body",
+    );
+    let (run, code) = world.json(&["run", "--json", &body.to_string_lossy()]);
+    assert_eq!((code, &run["result"]), (0, &json!("undefined")), "{run}");
+
+    // With the flag it installs, says it shadows the shipped pack, and is untrusted: the
+    // consent was given to the shipped pack.
+    let (answer, code) = world.json(&[
+        "packs",
+        "install",
+        "--json",
+        "--allow-reserved-name",
+        &impostor,
+    ]);
+    assert_eq!(code, 0, "{answer}");
+    assert_eq!(answer["reservedName"], true, "{answer}");
+    assert!(world.installed(GEO));
+    // The operator asked for it: runs import the installed copy (and `packs list` says so).
+    let (run, code) = world.json(&["run", "--json", &body.to_string_lossy()]);
+    assert_eq!((code, &run["result"]), (0, &json!("string")), "{run}");
+    let diagnostics = world.diagnostics(&[], GEO);
+    assert_eq!(
+        codes(&diagnostics),
+        ["shipped-pack-shadowed", "consent-identity-changed"],
+        "{diagnostics:#?}"
+    );
+    let changed = &identity_diagnostics(&diagnostics)[1].1;
+    assert!(
+        changed.contains(
+            "allowed for a different identity: was the pack shipped with NodeTool, now sha512-"
+        ) && changed.contains("run `nodetool packs allow @nodetool-ai/sandbox-geo`"),
+        "{changed}"
+    );
+    assert!(
+        !world.prompt(&[]).contains(GEO),
+        "the impostor kept consent"
+    );
+    // The human list says it in full too.
+    let list = world.ok(&["packs", "list"]);
+    assert!(
+        list.contains("Trust and identity:\n")
+            && list.contains("  warning[shipped-pack-shadowed]: @nodetool-ai/sandbox-geo from ")
+            && list.contains(
+                "  warning[consent-identity-changed]: @nodetool-ai/sandbox-geo is untrusted: allowed for a different identity: was the pack shipped with NodeTool, now sha512-"
+            ),
+        "{list}"
+    );
+
+    // Allowing it again binds consent to the installed artifact's integrity.
+    let said = world.ok(&["packs", "allow", GEO]);
+    assert!(said.contains(" as sha512-"), "{said}");
+    assert!(said.contains("(was allowed for shipped)"), "{said}");
+    assert_eq!(
+        codes(&world.diagnostics(&[], GEO)),
+        ["shipped-pack-shadowed"]
+    );
+    assert!(world.prompt(&[]).contains(GEO));
+}
+
+#[test]
+fn consent_is_lost_when_a_packs_content_changes_and_restored_by_allow() {
+    let world = World::with_shipped_packs();
+    let root = world.path("work/dev");
+    let dir = root.join("@acme/geo");
+    world.write_sandbox_pack(&dir, "@acme/geo", "1.0.0", "one");
+    let packs = ["--packs", &*root.to_string_lossy()].map(String::from);
+    let packs: Vec<&str> = packs.iter().map(String::as_str).collect();
+
+    let said = world.ok(&[&packs[..], &["packs", "allow", "@acme/geo"]].concat());
+    assert!(said.contains(" as sha256:"), "{said}");
+    assert_eq!(
+        codes(&world.diagnostics(&packs, "@acme/geo")),
+        Vec::<&str>::new()
+    );
+    assert!(world.prompt(&packs).contains("@acme/geo"));
+
+    // The same name, other content: untrusted, and `packs list --json` says why.
+    must(
+        fs::write(
+            dir.join("sandbox/index.js"),
+            "export const marker = \"two\";\n",
+        ),
+        "edit the pack",
+    );
+    let diagnostics = world.diagnostics(&packs, "@acme/geo");
+    assert_eq!(
+        codes(&diagnostics),
+        ["consent-identity-changed"],
+        "{diagnostics:#?}"
+    );
+    let message = &identity_diagnostics(&diagnostics)[0].1;
+    let was_now: Vec<&str> = message
+        .split("sha256:")
+        .skip(1)
+        .map(|rest| rest.get(..64).unwrap_or_default())
+        .collect();
+    assert_eq!(was_now.len(), 2, "{message}");
+    assert_ne!(was_now[0], was_now[1], "{message}");
+    assert!(
+        message.contains("allowed for a different identity: was sha256:")
+            && message.contains(", now sha256:")
+            && message.contains("run `nodetool packs allow @acme/geo`"),
+        "{message}"
+    );
+    assert!(!world.prompt(&packs).contains("@acme/geo"));
+
+    // Allowed again: trusted as it is now.
+    world.ok(&[&packs[..], &["packs", "allow", "@acme/geo"]].concat());
+    assert_eq!(
+        codes(&world.diagnostics(&packs, "@acme/geo")),
+        Vec::<&str>::new()
+    );
+    assert!(world.prompt(&packs).contains("@acme/geo"));
+
+    // Allowing a name no pack on the search path has is refused: nothing to bind to.
+    let output = world.nodetool(&["packs", "allow", "@acme/nowhere"]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("no pack named @acme/nowhere"),
+        "{output:?}"
+    );
+}
+
+#[test]
+fn an_installed_pack_is_identified_by_its_integrity() {
+    let world = World::with_shipped_packs();
+    let first = world.sandbox_tarball("@acme/tool", "1.0.0", "first");
+    world.ok(&["packs", "install", &first.to_string_lossy()]);
+    let said = world.ok(&["packs", "allow", "@acme/tool"]);
+    assert!(said.contains(" as sha512-"), "{said}");
+    assert_eq!(
+        codes(&world.diagnostics(&[], "@acme/tool")),
+        Vec::<&str>::new()
+    );
+    // The same version again keeps consent; other content loses it.
+    world.ok(&["packs", "install", &first.to_string_lossy()]);
+    assert_eq!(
+        codes(&world.diagnostics(&[], "@acme/tool")),
+        Vec::<&str>::new()
+    );
+    let second = world.sandbox_tarball("@acme/tool", "1.0.1", "second");
+    world.ok(&["packs", "install", &second.to_string_lossy()]);
+    let diagnostics = world.diagnostics(&[], "@acme/tool");
+    assert_eq!(codes(&diagnostics), ["consent-identity-changed"]);
+    let message = &identity_diagnostics(&diagnostics)[0].1;
+    assert!(
+        message.contains("was sha512-") && message.contains(", now sha512-"),
+        "{diagnostics:#?}"
+    );
+}
+
+#[test]
+fn the_old_allowlist_format_still_reads_and_allow_records_the_identity() {
+    let world = World::with_shipped_packs();
+    let root = world.path("work/dev");
+    world.write_sandbox_pack(&root.join("@acme/geo"), "@acme/geo", "1.0.0", "one");
+    let packs = ["--packs", &*root.to_string_lossy()].map(String::from);
+    let packs: Vec<&str> = packs.iter().map(String::as_str).collect();
+    let path = world.allowlist_path();
+    must(
+        fs::create_dir_all(path.parent().unwrap_or(&path)),
+        "create the config dir",
+    );
+    must(
+        fs::write(
+            &path,
+            "{\"allowed\": [\"@acme/geo\", \"@nodetool-ai/sandbox-geo\"]}",
+        ),
+        "write an old allowlist",
+    );
+    // Still trusted, and `packs list` suggests recording the identity.
+    let diagnostics = world.diagnostics(&packs, "@acme/geo");
+    assert_eq!(codes(&diagnostics), ["consent-identity-unrecorded"]);
+    assert!(
+        identity_diagnostics(&diagnostics)[0]
+            .1
+            .contains("run `nodetool packs allow @acme/geo`"),
+        "{diagnostics:#?}"
+    );
+    assert!(world.prompt(&packs).contains("@acme/geo"));
+    assert!(world.prompt(&packs).contains(GEO));
+
+    world.ok(&[&packs[..], &["packs", "allow", "@acme/geo"]].concat());
+    let text = must(fs::read_to_string(&path), "read allowlist");
+    let file: Value = must(serde_json::from_str(&text), "parse allowlist");
+    let entries = file["allowed"].as_array().cloned().unwrap_or_default();
+    assert_eq!(entries.len(), 2, "{text}");
+    assert!(
+        entries.iter().any(|e| e["name"] == "@acme/geo"
+            && e["identity"]
+                .as_str()
+                .is_some_and(|i| i.starts_with("sha256:"))),
+        "{text}"
+    );
+    assert!(
+        entries.contains(&json!(GEO)),
+        "the other old entry is kept as it was: {text}"
+    );
+    assert_eq!(
+        codes(&world.diagnostics(&packs, "@acme/geo")),
+        Vec::<&str>::new()
     );
 }

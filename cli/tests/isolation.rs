@@ -3,7 +3,8 @@
 //! that dies is `sandbox-crashed`, and the worker's memory ceiling holds for everything it
 //! allocates.
 //!
-//! Each invocation gets a fresh home, config, data and cache directory, and the repo's shipped
+//! Each invocation runs in a fresh world of the harness (`nodetool_tests::world`: its own home,
+//! XDG and temporary directories, nothing of the caller's environment) with the repo's shipped
 //! packs.
 
 use std::fs;
@@ -11,46 +12,30 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use nodetool_tests::world::{World, must, shipped_packs};
 use serde_json::Value;
-use tempfile::TempDir;
 
-const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../packs");
-
-/// Unwraps with a message naming what failed (the workspace lints forbid `unwrap`).
-fn must<T, E: std::fmt::Display>(result: Result<T, E>, what: &str) -> T {
-    result.unwrap_or_else(|e| panic!("{what}: {e}"))
-}
-
-/// A fresh environment for one invocation.
-struct Home(TempDir);
+/// A fresh world (the harness's) for invocations against the repo's shipped packs.
+struct Home(World);
 
 impl Home {
     fn new() -> Home {
-        Home(must(tempfile::tempdir(), "create a temp dir"))
+        Home(World::with_shipped(shipped_packs()))
     }
 
-    fn path(&self) -> &Path {
-        self.0.path()
+    /// The working directory (bodies and workspaces go here).
+    fn path(&self) -> PathBuf {
+        self.0.work()
     }
 
     fn command(&self, args: &[&str]) -> Command {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_nodetool"));
-        command
-            .args(args)
-            .current_dir(self.path())
-            .env("HOME", self.path())
-            .env("XDG_CONFIG_HOME", self.path().join("config"))
-            .env("XDG_DATA_HOME", self.path().join("data"))
-            .env("XDG_CACHE_HOME", self.path().join("cache"))
-            .env("NODETOOL_SHIPPED_PACKS_DIR", SHIPPED)
-            .env_remove("NODETOOL_PACKS_PATH");
+        let mut command = self.0.command(env!("CARGO_BIN_EXE_nodetool"));
+        command.args(args);
         command
     }
 
     fn body(&self, name: &str, code: &str) -> PathBuf {
-        let path = self.path().join(name);
-        must(fs::write(&path, code), "write the body");
-        path
+        self.0.write(name, code)
     }
 }
 
@@ -109,8 +94,9 @@ fn bodies_stuck_in_engine_builtins_end_at_their_deadline() {
 fn a_quadratic_host_call_ends_at_the_deadline() {
     let code = r#"
 import { unified } from "@nodetool-ai/sandbox-diff";
-const a = Array.from({ length: 40000 }, (_, i) => "a" + i).join("\n");
-const b = Array.from({ length: 40000 }, (_, i) => "b" + i).join("\n");
+// One shared line, so the diff has to search (texts sharing none are answered at once).
+const a = "same\n" + Array.from({ length: 40000 }, (_, i) => "a" + i).join("\n");
+const b = "same\n" + Array.from({ length: 40000 }, (_, i) => "b" + i).join("\n");
 return (await unified(a, b)).length;
 "#;
     let (answer, elapsed) = run_json(code, &["--timeout-ms", "1000"]);

@@ -11,22 +11,8 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
+use nodetool_tests::world::{World, must, repo_root as source_tree};
 use serde_json::Value;
-use tempfile::TempDir;
-
-const WORKSPACE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/..");
-
-fn must<T, E: std::fmt::Display>(r: Result<T, E>, what: &str) -> T {
-    r.unwrap_or_else(|e| panic!("{what}: {e}"))
-}
-
-/// The workspace root, canonical (what "inside the source tree" means).
-fn source_tree() -> PathBuf {
-    must(
-        std::fs::canonicalize(WORKSPACE),
-        "canonicalize the workspace",
-    )
-}
 
 #[test]
 fn the_cli_needs_no_tesseract_or_leptonica_to_load() {
@@ -45,28 +31,26 @@ fn the_cli_needs_no_tesseract_or_leptonica_to_load() {
     }
 }
 
-/// A machine with nothing but the copied binary: `bin/nodetool`, an empty `home/` and an empty
-/// working directory `work/`.
+/// A machine with nothing but the copied binary: a world of the harness plus `bin/nodetool`,
+/// with its empty `home/` and its empty working directory `work/`.
 struct Machine {
-    tmp: TempDir,
+    world: World,
 }
 
 impl Machine {
     fn new() -> Machine {
-        let tmp = must(tempfile::tempdir(), "create a temp dir");
-        for dir in ["bin", "home", "work", "npm"] {
-            must(std::fs::create_dir(tmp.path().join(dir)), "create a dir");
-        }
-        let copy = tmp.path().join("bin/nodetool");
+        let world = World::new();
+        world.dir("npm");
+        let copy = world.dir("bin").join("nodetool");
         must(
             std::fs::copy(env!("CARGO_BIN_EXE_nodetool"), &copy),
             "copy the binary",
         );
-        Machine { tmp }
+        Machine { world }
     }
 
     fn path(&self, relative: &str) -> PathBuf {
-        self.tmp.path().join(relative)
+        self.world.path().join(relative)
     }
 
     /// Writes the stand-in npm (see the module docs) and returns its path.
@@ -93,13 +77,11 @@ impl Machine {
         path
     }
 
-    /// Runs the copied binary from `work/` with only `vars` (and `PATH`) set.
+    /// Runs the copied binary from `work/` with only `vars` (and the harness's passed-through
+    /// `PATH`) set.
     fn nodetool(&self, args: &[&str], stdin: &str, vars: &[(&str, &Path)]) -> Output {
-        let mut command = Command::new(self.path("bin/nodetool"));
+        let mut command: Command = self.world.bare_command(self.path("bin/nodetool"));
         command
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .current_dir(self.path("work"))
             .args(args)
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -107,7 +89,7 @@ impl Machine {
         for (name, value) in vars {
             command.env(name, value);
         }
-        let mut child = must(command.spawn(), "start the copied nodetool");
+        let mut child = must(spawn(&mut command), "start the copied nodetool");
         if let Some(mut input) = child.stdin.take() {
             must(
                 std::io::Write::write_all(&mut input, stdin.as_bytes()),
@@ -126,6 +108,22 @@ impl Machine {
             .flatten()
             .map(|e| e.file_name().to_string_lossy().into_owned())
             .collect()
+    }
+}
+
+/// Starts `command`, again while the binary is busy: a copy another test thread is writing
+/// right then (this one's, or the stand-in npm) can be inherited by this fork until it execs,
+/// and exec refuses a file open for writing (`ETXTBSY`).
+fn spawn(command: &mut Command) -> std::io::Result<std::process::Child> {
+    let mut tries = 0;
+    loop {
+        match command.spawn() {
+            Err(e) if e.kind() == std::io::ErrorKind::ExecutableFileBusy && tries < 100 => {
+                tries += 1;
+                std::thread::sleep(std::time::Duration::from_millis(20));
+            }
+            other => return other,
+        }
     }
 }
 
@@ -207,7 +205,7 @@ fn a_copied_binary_runs_the_shipped_packs_from_an_empty_home() {
     }
     let runner = info["browserRunner"]["dir"].as_str().unwrap_or_default();
     assert!(
-        Path::new(runner).starts_with(machine.tmp.path()),
+        Path::new(runner).starts_with(machine.world.path()),
         "{runner}"
     );
 

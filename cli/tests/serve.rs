@@ -5,31 +5,20 @@ use std::io::{BufRead, BufReader, Read};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn must<T, E: std::fmt::Display>(result: Result<T, E>, what: &str) -> T {
-    result.unwrap_or_else(|e| panic!("{what}: {e}"))
-}
+use nodetool_tests::world::{World, must, shipped_packs};
 
-const SHIPPED: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/../packs");
-
-fn nodetool(tmp: &std::path::Path) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_nodetool"));
-    command
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", tmp)
-        .env("XDG_CONFIG_HOME", tmp.join("config"))
-        .env("XDG_DATA_HOME", tmp.join("data"))
-        .env("NODETOOL_SHIPPED_PACKS_DIR", SHIPPED)
-        .env("RUST_LOG", "warn")
-        .stdin(Stdio::null());
+/// `nodetool` in `world` (the repo's shipped packs), logging warnings only.
+fn nodetool(world: &World) -> Command {
+    let mut command = world.command(env!("CARGO_BIN_EXE_nodetool"));
+    command.env("RUST_LOG", "warn");
     command
 }
 
 #[test]
 fn serve_listens_answers_and_stops_on_sigterm() {
-    let tmp = must(tempfile::tempdir(), "create a temp dir");
+    let world = World::with_shipped(shipped_packs());
     let mut child = must(
-        nodetool(tmp.path())
+        nodetool(&world)
             .args(["serve", "--port", "0"])
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -78,11 +67,11 @@ fn serve_listens_answers_and_stops_on_sigterm() {
 
 #[test]
 fn serve_with_a_missing_pack_root_is_a_usage_error() {
-    let tmp = must(tempfile::tempdir(), "create a temp dir");
+    let world = World::with_shipped(shipped_packs());
     let output = must(
-        nodetool(tmp.path())
+        nodetool(&world)
             .args(["serve", "--port", "0", "--packs"])
-            .arg(tmp.path().join("missing"))
+            .arg(world.path().join("missing"))
             .output(),
         "run nodetool serve",
     );

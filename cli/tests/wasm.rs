@@ -4,6 +4,7 @@
 use std::fs;
 use std::path::Path;
 
+use nodetool_tests::world::World;
 use serde_json::Value;
 
 const REFERENCE: &str = r#"(module
@@ -37,23 +38,22 @@ fn pack_root(limits: &str) -> tempfile::TempDir {
 }
 
 fn run(root: &Path, code: &str) -> (Value, i32) {
-    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let output = assert_cmd::Command::cargo_bin("nodetool")
-        .unwrap_or_else(|e| panic!("{e}"))
-        .env_clear()
-        .env("HOME", home.path())
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("NODETOOL_SHIPPED_PACKS_DIR", empty.path())
-        .args(["run", "--json", "--packs"])
-        .arg(root)
-        .write_stdin(code)
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+    let world = World::new();
+    let output = nodetool(&world, root, code);
     let text = String::from_utf8_lossy(&output.stdout);
     let json: Value = serde_json::from_str(text.trim())
         .unwrap_or_else(|e| panic!("{e}: {text} / {}", String::from_utf8_lossy(&output.stderr)));
     (json, output.status.code().unwrap_or(-1))
+}
+
+/// `nodetool run --json --packs ROOT` in `world` (an empty shipped root), the body on stdin.
+fn nodetool(world: &World, root: &Path, code: &str) -> std::process::Output {
+    assert_cmd::Command::from_std(world.command(env!("CARGO_BIN_EXE_nodetool")))
+        .args(["run", "--json", "--packs"])
+        .arg(root)
+        .write_stdin(code)
+        .output()
+        .unwrap_or_else(|e| panic!("{e}"))
 }
 
 #[test]
@@ -198,27 +198,16 @@ fn the_bridge_is_private() {
     );
 }
 
-/// Runs `code` with `home` as `HOME`.
-fn run_in(home: &Path, root: &Path, code: &str) -> Value {
-    let empty = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
-    let output = assert_cmd::Command::cargo_bin("nodetool")
-        .unwrap_or_else(|e| panic!("{e}"))
-        .env_clear()
-        .env("HOME", home)
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("NODETOOL_SHIPPED_PACKS_DIR", empty.path())
-        .args(["run", "--json", "--packs"])
-        .arg(root)
-        .write_stdin(code)
-        .output()
-        .unwrap_or_else(|e| panic!("{e}"));
+/// Runs `code` in `world` (whose cache keeps the compiled artifacts between runs).
+fn run_in(world: &World, root: &Path, code: &str) -> Value {
+    let output = nodetool(world, root, code);
     let text = String::from_utf8_lossy(&output.stdout);
     serde_json::from_str(text.trim()).unwrap_or_else(|e| panic!("{e}: {text}"))
 }
 
-/// The artifact files under `home`'s cache.
-fn artifacts(home: &Path) -> Vec<std::path::PathBuf> {
-    let dir = home.join(".cache/nodetool/wasm-artifacts");
+/// The artifact files under `world`'s cache.
+fn artifacts(world: &World) -> Vec<std::path::PathBuf> {
+    let dir = world.cache().join("nodetool/wasm-artifacts");
     let mut files: Vec<_> = fs::read_dir(dir)
         .map(|d| d.flatten().map(|e| e.path()).collect())
         .unwrap_or_default();
@@ -230,11 +219,12 @@ fn artifacts(home: &Path) -> Vec<std::path::PathBuf> {
 fn compiled_modules_are_kept_between_runs_and_a_corrupt_one_is_evicted() {
     use sha2::{Digest as _, Sha256};
     let root = pack_root("");
-    let home = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let world = World::new();
     let code = "import { add } from '@acme/ref/scalar';\nreturn await add(40, 2);";
-    assert_eq!(run_in(home.path(), root.path(), code)["result"], 42);
-    // The worker compiled the module and handed it back; the CLI kept it, digest first.
-    let files = artifacts(home.path());
+    assert_eq!(run_in(&world, root.path(), code)["result"], 42);
+    // A compile worker (a fresh one that runs no guest code) compiled the module and handed it
+    // back; the CLI kept it, digest first. Artifacts from a worker that ran a body never are.
+    let files = artifacts(&world);
     assert_eq!(files.len(), 1, "{files:?}");
     assert!(files[0].extension().is_some_and(|e| e == "cwasm"));
     let valid =
@@ -246,7 +236,7 @@ fn compiled_modules_are_kept_between_runs_and_a_corrupt_one_is_evicted() {
     use std::os::unix::fs::MetadataExt as _;
     let inode = |p: &Path| fs::metadata(p).map(|m| m.ino()).unwrap_or(0);
     let before = inode(&files[0]);
-    assert_eq!(run_in(home.path(), root.path(), code)["result"], 42);
+    assert_eq!(run_in(&world, root.path(), code)["result"], 42);
     assert_eq!(inode(&files[0]), before, "the artifact was written again");
     // A corrupt entry is never handed to a worker: it is evicted, the module compiles again,
     // and a valid entry replaces it.
@@ -254,7 +244,7 @@ fn compiled_modules_are_kept_between_runs_and_a_corrupt_one_is_evicted() {
     let last = corrupt.len() - 1;
     corrupt[last] ^= 0xff;
     fs::write(&files[0], &corrupt).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(run_in(home.path(), root.path(), code)["result"], 42);
+    assert_eq!(run_in(&world, root.path(), code)["result"], 42);
     let rewritten = fs::read(&files[0]).unwrap_or_else(|e| panic!("{e}"));
     assert!(
         valid(&rewritten),
@@ -266,6 +256,6 @@ fn compiled_modules_are_kept_between_runs_and_a_corrupt_one_is_evicted() {
     let mut forged = Sha256::digest(&junk).to_vec();
     forged.extend_from_slice(&junk);
     fs::write(&files[0], &forged).unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(run_in(home.path(), root.path(), code)["result"], 42);
+    assert_eq!(run_in(&world, root.path(), code)["result"], 42);
     assert!(valid(&fs::read(&files[0]).unwrap_or_default()));
 }

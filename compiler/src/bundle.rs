@@ -1,14 +1,25 @@
 //! Bundling one npm dependency into one self-contained ES module with rolldown, used as a
 //! library: platform neutral, conditions `import`, `module`, `default`, main fields `module`,
-//! `main`, no externals, no minification, no code splitting, through a virtual entry that
-//! re-exports the package's named exports and (when it has one) its default.
+//! `main`, no externals, no minification, no code splitting, no debug comments (rolldown's
+//! `//#region <path>` lines would make the bundle depend on where the pack sits), through a
+//! virtual entry that re-exports the package's named exports and its default, which is the
+//! namespace of its named exports when the package has none.
 //!
 //! A plugin in front of rolldown's own resolver and loader does three things: it serves the
-//! virtual entry; it refuses every Node builtin by name (recording each, so the skip lists them
-//! all); and it reads every input file itself, so exactly the bytes that were bundled are the
-//! bytes whose hashes key the cache. It also records every bare import with its importer, from
-//! which the shadow candidates (a `node_modules/<name>` nearer the importer that would win if
-//! it appeared) are derived after the build.
+//! virtual entry; it resolves every Node builtin to a stub module that throws when it is
+//! evaluated (recording each request and its importer, for the builtin rules below); and it
+//! reads every input file itself, so exactly the bytes that were bundled are the bytes whose
+//! hashes key the cache. It also records every bare import with its importer, from which the
+//! shadow candidates (a `node_modules/<name>` nearer the importer that would win if it
+//! appeared) are derived after the build.
+//!
+//! The builtin rules, once the bundle is built: a builtin whose stub the bundle does not
+//! contain (tree-shaking dropped it: no code reachable from the entry's exports uses it) is a
+//! warning; so is one every request of which is a `require(...)` inside a `try` block (the
+//! package's own fallback runs when the stub throws). Any other builtin the bundle contains is
+//! one the package cannot run without: the build is tried again with the `browser` condition
+//! (and main field and `browser` field), and when that bundle breaks no rule it is the one
+//! kept, with a warning; otherwise the package is refused (`npm-module-builtin-import`).
 
 use std::borrow::Cow;
 use std::collections::{BTreeMap, BTreeSet};
@@ -17,21 +28,28 @@ use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use nodetool_protocol::catalog::StatusCode;
+use nodetool_protocol::hex::sha256_hex;
 use oxc::allocator::Allocator;
-use oxc::ast::ast::{ModuleExportName, Statement};
+use oxc::ast::ast::{
+    Argument, ArrowFunctionExpression, CallExpression, ExportAllDeclaration, ExportFromDeclaration,
+    Expression, Function, ImportDeclaration, ImportExpression, ModuleExportName, Statement,
+    TryStatement,
+};
+use oxc::ast_visit::{VisitJs, walk_js};
 use oxc::parser::Parser;
+use oxc::semantic::ScopeFlags;
 use oxc::span::SourceType;
 use rolldown::{
     Bundler, BundlerOptions, CodeSplittingMode, CommentsOptions, InputItem, LegalComments,
     ModuleType, OutputFormat, Platform, ResolveOptions, TsConfig,
 };
-use rolldown_common::{ExportsKind, Output, ResolvedExternal};
+use rolldown_common::side_effects::HookSideEffects;
+use rolldown_common::{AttachDebugInfo, ExperimentalOptions, ExportsKind, Output};
 use rolldown_error::{BuildDiagnostic, DiagnosticOptions, EventKind, Severity};
 use rolldown_plugin::{
     HookLoadArgs, HookLoadOutput, HookLoadReturn, HookResolveIdArgs, HookResolveIdOutput,
     HookResolveIdReturn, HookUsage, Plugin, PluginContext, SharedLoadPluginContext,
 };
-use sha2::{Digest, Sha256};
 
 use crate::Refusal;
 
@@ -39,6 +57,20 @@ use crate::Refusal;
 pub(crate) const CONDITIONS: [&str; 3] = ["import", "module", "default"];
 /// package.json main fields, in order.
 pub(crate) const MAIN_FIELDS: [&str; 2] = ["module", "main"];
+/// The conditions of the retry when the default entry needs a builtin.
+pub(crate) const BROWSER_CONDITIONS: [&str; 4] = ["browser", "import", "module", "default"];
+/// The main fields of that retry.
+pub(crate) const BROWSER_MAIN_FIELDS: [&str; 3] = ["browser", "module", "main"];
+/// The id prefix of a builtin's stub module (`\0` keeps it out of every path lookup).
+const BUILTIN_STUB_PREFIX: &str = "\0nodetool-builtin:";
+/// The id prefix of a builtin a package's `browser` field maps to `false`.
+const BUILTIN_EMPTY_PREFIX: &str = "\0nodetool-builtin-empty:";
+/// What every bundle is built with: `process.env.NODE_ENV` is `"production"`, as browser
+/// bundlers define it (libraries test it at load to pick their build).
+pub(crate) const DEFINES: [(&str, &str); 1] = [("process.env.NODE_ENV", "\"production\"")];
+/// What a builtin's stub throws, after the builtin's quoted `node:` name.
+pub(crate) const BUILTIN_STUB_MESSAGE: &str =
+    " is not available in the sandbox: Node builtins are not part of the guest";
 /// The largest single input file the bundler reads.
 pub(crate) const MAX_INPUT_FILE_BYTES: u64 = 16 * 1024 * 1024;
 /// The most input bytes one bundle may read.
@@ -57,6 +89,10 @@ pub(crate) type FileRecords = BTreeMap<String, Option<String>>;
 /// What bundling produced: the source or a refusal, plus every file that decided it.
 pub(crate) struct Bundled {
     pub result: Result<String, Refusal>,
+    /// What admission should say about the builtins it let through and the browser retry.
+    pub warnings: Vec<String>,
+    /// Whether this is the browser-condition build.
+    pub browser: bool,
     /// Every input file rolldown loaded, with its hash.
     pub inputs: FileRecords,
     /// The package.json files that governed resolution and the shadow candidates.
@@ -69,8 +105,8 @@ struct Recorded {
     /// Absolute input path to its SHA-256.
     inputs: BTreeMap<PathBuf, String>,
     input_bytes: u64,
-    /// Node builtins imported anywhere, as written.
-    builtins: BTreeSet<String>,
+    /// Node builtins imported anywhere (as `node:<name>`), with the files that import them.
+    builtins: BTreeMap<String, BTreeSet<PathBuf>>,
     /// (importer directory, package name) of every bare import.
     bare: BTreeSet<(PathBuf, String)>,
 }
@@ -81,8 +117,14 @@ struct NpmPlugin {
     pack_dir: PathBuf,
     entry_id: String,
     npm: String,
-    /// Whether the entry re-exports `default` (off for the named-only retry).
+    /// Whether the entry re-exports the package's `default` (off for the named-only retry).
     with_default: bool,
+    /// Whether this is the browser-condition build, where a package's `browser` field may map
+    /// a builtin to `false` (an empty module).
+    browser: bool,
+    /// For a package whose only export is its default (CommonJS): the default's own keys to
+    /// re-export by name, read by the probe.
+    named: Option<Vec<String>>,
     recorded: Arc<Mutex<Recorded>>,
 }
 
@@ -92,9 +134,30 @@ impl NpmPlugin {
     }
 
     async fn entry_source(&self, ctx: &PluginContext) -> String {
+        if let Some(names) = &self.named {
+            // Each key of the default as a named export, as Node's CommonJS interop offers
+            // them: `import { isEmail } from "validator"`.
+            let mut text = format!(
+                "import __nodetool_default from {};\nexport default __nodetool_default;\n",
+                js_string(&self.npm)
+            );
+            for name in names {
+                text.push_str(&format!(
+                    "export const {name} = __nodetool_default[{}];\n",
+                    js_string(name)
+                ));
+            }
+            return text;
+        }
         let star = format!("export * from {};\n", js_string(&self.npm));
+        // Without a default of its own, the module's default is the namespace of its named
+        // exports (as the host facades have), so `import lib from` works too.
+        let namespace = format!(
+            "{star}import * as __nodetool_namespace from {};\nexport default __nodetool_namespace;\n",
+            js_string(&self.npm)
+        );
         if !self.with_default {
-            return star;
+            return namespace;
         }
         // Re-export `default` only when the package's entry has one (js-yaml 5 has none, and
         // rolldown refuses a re-export of a missing name); when it cannot be told, try it and
@@ -123,7 +186,7 @@ impl NpmPlugin {
                 js_string(&self.npm)
             )
         } else {
-            star
+            namespace
         }
     }
 
@@ -183,10 +246,29 @@ impl Plugin for NpmPlugin {
             return Ok(Some(HookResolveIdOutput::from_id(self.entry_id.as_str())));
         }
         if is_builtin(specifier) {
-            self.record(|r| r.builtins.insert(specifier.to_string()));
+            let name = node_name(specifier);
+            let importer = args.importer.map(PathBuf::from);
+            // The browser build of a package may say it does without the builtin.
+            if self.browser
+                && let Some(importer) = importer.as_deref()
+                && browser_field_drops(importer, specifier)
+            {
+                return Ok(Some(HookResolveIdOutput {
+                    id: format!("{BUILTIN_EMPTY_PREFIX}{name}").into(),
+                    side_effects: Some(HookSideEffects::False),
+                    ..HookResolveIdOutput::default()
+                }));
+            }
+            self.record(|r| {
+                let importers = r.builtins.entry(name.clone()).or_default();
+                if let Some(importer) = importer.filter(|i| i.is_absolute()) {
+                    importers.insert(importer);
+                }
+            });
+            // Side-effect free, so an import nothing uses is dropped with the code around it.
             return Ok(Some(HookResolveIdOutput {
-                id: specifier.into(),
-                external: Some(ResolvedExternal::Bool(true)),
+                id: format!("{BUILTIN_STUB_PREFIX}{name}").into(),
+                side_effects: Some(HookSideEffects::False),
                 ..HookResolveIdOutput::default()
             }));
         }
@@ -207,6 +289,22 @@ impl Plugin for NpmPlugin {
                 ..HookLoadOutput::default()
             }));
         }
+        if args.id.starts_with(BUILTIN_EMPTY_PREFIX) {
+            return Ok(Some(HookLoadOutput {
+                code: "module.exports = {};\n".into(),
+                module_type: Some(ModuleType::Js),
+                side_effects: Some(HookSideEffects::False),
+                ..HookLoadOutput::default()
+            }));
+        }
+        if let Some(name) = args.id.strip_prefix(BUILTIN_STUB_PREFIX) {
+            return Ok(Some(HookLoadOutput {
+                code: builtin_stub(name).into(),
+                module_type: Some(ModuleType::Js),
+                side_effects: Some(HookSideEffects::False),
+                ..HookLoadOutput::default()
+            }));
+        }
         let path = Path::new(args.id);
         if !path.is_absolute() || args.id.contains('\0') {
             return Ok(None);
@@ -221,6 +319,55 @@ impl Plugin for NpmPlugin {
     fn register_hook_usage(&self) -> HookUsage {
         HookUsage::ResolveId | HookUsage::Load
     }
+}
+
+/// Whether the `browser` field of the package.json nearest to `importer` maps `specifier` (as
+/// written, or without its `node:` prefix) to `false`.
+fn browser_field_drops(importer: &Path, specifier: &str) -> bool {
+    let bare = specifier.strip_prefix("node:").unwrap_or(specifier);
+    let mut dir = importer.parent();
+    for _ in 0..64 {
+        let Some(d) = dir else { return false };
+        let manifest = d.join("package.json");
+        if let Ok(meta) = std::fs::metadata(&manifest)
+            && meta.is_file()
+        {
+            if meta.len() > MAX_INPUT_FILE_BYTES {
+                return false;
+            }
+            let Ok(text) = std::fs::read_to_string(&manifest) else {
+                return false;
+            };
+            let Ok(json) = serde_json::from_str::<serde_json::Value>(&text) else {
+                return false;
+            };
+            let browser = &json["browser"];
+            return [specifier, bare]
+                .iter()
+                .any(|k| browser.get(*k) == Some(&serde_json::Value::Bool(false)));
+        }
+        dir = d.parent();
+    }
+    false
+}
+
+/// `node:<name>` for a builtin specifier written either way.
+fn node_name(specifier: &str) -> String {
+    if specifier.starts_with("node:") {
+        specifier.to_string()
+    } else {
+        format!("node:{specifier}")
+    }
+}
+
+/// A builtin's stub: a CommonJS module that throws when it is evaluated, so a `require` of it
+/// inside `try` falls to the package's own fallback and any other use fails with a clear error.
+fn builtin_stub(name: &str) -> String {
+    let message = format!("{}{BUILTIN_STUB_MESSAGE}", js_string(name));
+    format!(
+        "module.exports = (() => {{\n  throw new Error({});\n}})();\n",
+        js_string(&message)
+    )
 }
 
 /// Whether `specifier` names a Node builtin (`fs`, `node:fs`, `node:test`, any `node:` id).
@@ -292,30 +439,274 @@ fn js_string(text: &str) -> String {
     serde_json::to_string(text).unwrap_or_else(|_| "\"\"".into())
 }
 
-pub(crate) fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
-        out.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
-    }
-    out
+/// Bundles `npm` again with its default's keys as named exports (`names` are checked to be
+/// plain identifiers here), under the conditions of the build that was admitted.
+pub(crate) fn bundle_named(
+    runtime: &tokio::runtime::Runtime,
+    pack_dir: &Path,
+    npm: &str,
+    browser: bool,
+    names: &[String],
+) -> Bundled {
+    let names: Vec<String> = names
+        .iter()
+        .filter(|n| is_plain_identifier(n))
+        .take(MAX_NAMED_FROM_DEFAULT)
+        .cloned()
+        .collect();
+    let attempt = bundle_once_with(runtime, pack_dir, npm, true, browser, Some(names));
+    let mut bundled = finish(pack_dir, npm, attempt);
+    bundled.browser = browser;
+    bundled
 }
 
-/// Bundles `npm` as resolved from `pack_dir` (a canonical directory).
+/// The most keys of a default re-exported by name.
+pub(crate) const MAX_NAMED_FROM_DEFAULT: usize = 2_000;
+
+/// Whether `name` can be an exported `const`: an identifier that is no reserved word (the
+/// protocol's rule for facade bindings), nor `eval`, `arguments`, interop's `__esModule` or
+/// one of the entry's own names.
+pub(crate) fn is_plain_identifier(name: &str) -> bool {
+    name.len() <= 256
+        && nodetool_protocol::names::check_identifier(name).is_ok()
+        && !["eval", "arguments", "__esModule"].contains(&name)
+        && !name.starts_with("__nodetool")
+}
+
+/// Bundles `npm` with the browser condition only (the compiler's retry when the default build
+/// does not initialize).
+pub(crate) fn bundle_browser(
+    runtime: &tokio::runtime::Runtime,
+    pack_dir: &Path,
+    npm: &str,
+) -> Bundled {
+    let mut bundled = finish(pack_dir, npm, bundle_with(runtime, pack_dir, npm, true));
+    bundled.browser = true;
+    bundled
+}
+
+/// Bundles `npm` as resolved from `pack_dir` (a canonical directory): with the default
+/// conditions, then, when that bundle needs a builtin, with the browser condition.
 pub(crate) fn bundle(runtime: &tokio::runtime::Runtime, pack_dir: &Path, npm: &str) -> Bundled {
-    let first = bundle_once(runtime, pack_dir, npm, true);
+    let first = bundle_with(runtime, pack_dir, npm, false);
+    let needs_builtin = first.outcome.is_ok() && !builtin_verdict(pack_dir, &first).hard.is_empty();
+    if needs_builtin {
+        let browser = bundle_with(runtime, pack_dir, npm, true);
+        if browser.outcome.is_ok() && builtin_verdict(pack_dir, &browser).hard.is_empty() {
+            let needed = builtin_verdict(pack_dir, &first).hard.join(", ");
+            let mut bundled = finish(pack_dir, npm, browser);
+            bundled.browser = true;
+            bundled.warnings.insert(
+                0,
+                format!(
+                    "{npm}'s default entry needs {needed}, so it was bundled with the browser condition"
+                ),
+            );
+            return bundled;
+        }
+    }
+    finish(pack_dir, npm, first)
+}
+
+/// One build with the default re-export, and again without it when that re-export was the
+/// problem (its presence could not be read off the entry file).
+fn bundle_with(
+    runtime: &tokio::runtime::Runtime,
+    pack_dir: &Path,
+    npm: &str,
+    browser: bool,
+) -> Attempt {
+    let first = bundle_once(runtime, pack_dir, npm, true, browser);
     match &first.outcome {
         Err(Failure::Diagnostics(diagnostics))
             if diagnostics
                 .iter()
                 .any(|d| matches!(d.kind, EventKind::MissingExportError)) =>
         {
-            // The default re-export was the problem (its presence could not be read off the
-            // entry file): the package's named exports alone.
-            finish(pack_dir, npm, bundle_once(runtime, pack_dir, npm, false))
+            bundle_once(runtime, pack_dir, npm, false, browser)
         }
-        _ => finish(pack_dir, npm, first),
+        _ => first,
+    }
+}
+
+/// The builtins of a built attempt, judged by the rules in the module doc.
+struct BuiltinVerdict {
+    /// `node:` names the package cannot run without, sorted.
+    hard: Vec<String>,
+    /// Warnings for the builtins let through.
+    warnings: Vec<String>,
+}
+
+fn builtin_verdict(pack_dir: &Path, attempt: &Attempt) -> BuiltinVerdict {
+    let mut verdict = BuiltinVerdict {
+        hard: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let Ok((code, _)) = &attempt.outcome else {
+        // The bundle did not build: whatever else failed, a builtin is reason enough.
+        verdict.hard = attempt.recorded.builtins.keys().cloned().collect();
+        return verdict;
+    };
+    for (name, importers) in &attempt.recorded.builtins {
+        let marker = format!("{}{BUILTIN_STUB_MESSAGE}", js_string(name));
+        let files: Vec<String> = importers
+            .iter()
+            .map(|i| package_relative(&relative_to(pack_dir, i)))
+            .collect();
+        let files = files.join(", ");
+        if !code.contains(&js_string(&marker)) {
+            verdict.warnings.push(format!(
+                "imports {name} ({files}) only from code its exports never reach; it is left out"
+            ));
+        } else if !importers.is_empty() && importers.iter().all(|i| required_only_in_try(i, name)) {
+            verdict.warnings.push(format!(
+                "requires {name} ({files}) only inside try; it is an empty module that throws, so the package's own fallback runs"
+            ));
+        } else {
+            verdict.hard.push(name.clone());
+        }
+    }
+    verdict
+}
+
+/// `text` with every `../…/node_modules/` run removed, so a file is named from its package's
+/// directory on (`js-yaml/index.js`), whatever the layout around the pack.
+fn without_layout(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(at) = rest.find("node_modules/") {
+        let (before, after) = rest.split_at(at);
+        let mut kept = before;
+        while let Some(stripped) = kept.strip_suffix("../") {
+            kept = stripped;
+        }
+        out.push_str(kept);
+        rest = &after["node_modules/".len()..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// A path as `node_modules/…` shows it: from the package's own directory on (never a path
+/// outside the pack's tree).
+fn package_relative(relative: &str) -> String {
+    match relative.rfind("node_modules/") {
+        Some(at) => relative[at + "node_modules/".len()..].to_string(),
+        None => relative.trim_start_matches("../").to_string(),
+    }
+}
+
+/// Whether every request of builtin `name` in the file at `path` is a `require("…")` call
+/// inside a `try` block (not its `catch` or `finally`). An unreadable or unparsable file, an
+/// `import` or an `export … from` of the builtin answers `false`.
+fn required_only_in_try(path: &Path, name: &str) -> bool {
+    let Ok(meta) = std::fs::metadata(path) else {
+        return false;
+    };
+    if meta.len() > MAX_INPUT_FILE_BYTES {
+        return false;
+    }
+    let Ok(source) = std::fs::read_to_string(path) else {
+        return false;
+    };
+    let allocator = Allocator::default();
+    let source_type = SourceType::from_path(path).unwrap_or_else(|_| SourceType::mjs());
+    let parsed = Parser::new(&allocator, &source, source_type).parse();
+    if parsed.panicked {
+        return false;
+    }
+    let bare = name.strip_prefix("node:").unwrap_or(name);
+    let mut finder = BuiltinRequests {
+        names: [name, bare],
+        try_depth: 0,
+        in_try: 0,
+        outside: 0,
+    };
+    finder.visit_program(&parsed.program);
+    finder.outside == 0 && finder.in_try > 0
+}
+
+/// Counts the requests of one builtin inside and outside `try` blocks.
+struct BuiltinRequests<'n> {
+    names: [&'n str; 2],
+    try_depth: usize,
+    in_try: usize,
+    outside: usize,
+}
+
+impl BuiltinRequests<'_> {
+    fn is_it(&self, text: &str) -> bool {
+        self.names.contains(&text)
+    }
+}
+
+impl<'a> VisitJs<'a> for BuiltinRequests<'_> {
+    fn visit_try_statement(&mut self, it: &TryStatement<'a>) {
+        self.try_depth += 1;
+        self.visit_block_statement(&it.block);
+        self.try_depth -= 1;
+        if let Some(handler) = &it.handler {
+            self.visit_catch_clause(handler);
+        }
+        if let Some(finalizer) = &it.finalizer {
+            self.visit_block_statement(finalizer);
+        }
+    }
+
+    // A function's body runs when it is called, not where it is written: a `try` around its
+    // definition guards nothing inside it.
+    fn visit_function(&mut self, it: &Function<'a>, flags: ScopeFlags) {
+        let depth = std::mem::replace(&mut self.try_depth, 0);
+        walk_js::walk_function(self, it, flags);
+        self.try_depth = depth;
+    }
+
+    fn visit_arrow_function_expression(&mut self, it: &ArrowFunctionExpression<'a>) {
+        let depth = std::mem::replace(&mut self.try_depth, 0);
+        walk_js::walk_arrow_function_expression(self, it);
+        self.try_depth = depth;
+    }
+
+    fn visit_call_expression(&mut self, it: &CallExpression<'a>) {
+        if let Expression::Identifier(callee) = &it.callee
+            && callee.name == "require"
+            && let Some(Argument::StringLiteral(arg)) = it.arguments.first()
+            && self.is_it(arg.value.as_str())
+        {
+            if self.try_depth > 0 {
+                self.in_try += 1;
+            } else {
+                self.outside += 1;
+            }
+        }
+        walk_js::walk_call_expression(self, it);
+    }
+
+    fn visit_import_declaration(&mut self, it: &ImportDeclaration<'a>) {
+        if self.is_it(it.source.value.as_str()) {
+            self.outside += 1;
+        }
+    }
+
+    fn visit_export_from_declaration(&mut self, it: &ExportFromDeclaration<'a>) {
+        if self.is_it(it.source.value.as_str()) {
+            self.outside += 1;
+        }
+    }
+
+    fn visit_export_all_declaration(&mut self, it: &ExportAllDeclaration<'a>) {
+        if self.is_it(it.source.value.as_str()) {
+            self.outside += 1;
+        }
+    }
+
+    fn visit_import_expression(&mut self, it: &ImportExpression<'a>) {
+        if let Expression::StringLiteral(arg) = &it.source
+            && self.is_it(arg.value.as_str())
+        {
+            self.outside += 1;
+        }
+        walk_js::walk_import_expression(self, it);
     }
 }
 
@@ -341,6 +732,18 @@ fn bundle_once(
     pack_dir: &Path,
     npm: &str,
     with_default: bool,
+    browser: bool,
+) -> Attempt {
+    bundle_once_with(runtime, pack_dir, npm, with_default, browser, None)
+}
+
+fn bundle_once_with(
+    runtime: &tokio::runtime::Runtime,
+    pack_dir: &Path,
+    npm: &str,
+    with_default: bool,
+    browser: bool,
+    named: Option<Vec<String>>,
 ) -> Attempt {
     let entry_id = pack_dir.join(ENTRY_FILE).to_string_lossy().into_owned();
     let recorded = Arc::new(Mutex::new(Recorded::default()));
@@ -349,6 +752,8 @@ fn bundle_once(
         entry_id: entry_id.clone(),
         npm: npm.to_string(),
         with_default,
+        browser,
+        named,
         recorded: Arc::clone(&recorded),
     });
     let options = BundlerOptions {
@@ -359,10 +764,29 @@ fn bundle_once(
         cwd: Some(pack_dir.to_path_buf()),
         platform: Some(Platform::Neutral),
         format: Some(OutputFormat::Esm),
-        resolve: Some(ResolveOptions {
-            condition_names: Some(CONDITIONS.iter().map(|s| (*s).to_string()).collect()),
-            main_fields: Some(MAIN_FIELDS.iter().map(|s| (*s).to_string()).collect()),
-            ..ResolveOptions::default()
+        resolve: Some(if browser {
+            ResolveOptions {
+                condition_names: Some(
+                    BROWSER_CONDITIONS
+                        .iter()
+                        .map(|s| (*s).to_string())
+                        .collect(),
+                ),
+                main_fields: Some(
+                    BROWSER_MAIN_FIELDS
+                        .iter()
+                        .map(|s| (*s).to_string())
+                        .collect(),
+                ),
+                alias_fields: Some(vec![vec!["browser".to_string()]]),
+                ..ResolveOptions::default()
+            }
+        } else {
+            ResolveOptions {
+                condition_names: Some(CONDITIONS.iter().map(|s| (*s).to_string()).collect()),
+                main_fields: Some(MAIN_FIELDS.iter().map(|s| (*s).to_string()).collect()),
+                ..ResolveOptions::default()
+            }
         }),
         code_splitting: Some(CodeSplittingMode::Bool(false)),
         comments: Some(CommentsOptions {
@@ -374,6 +798,18 @@ fn bundle_once(
         // No tsconfig.json lookup per file: a package's sources are JavaScript, and every file
         // that decides the output must be one the cache key records.
         tsconfig: Some(TsConfig::Auto(false)),
+        define: Some(
+            DEFINES
+                .iter()
+                .map(|(k, v)| ((*k).to_string(), (*v).to_string()))
+                .collect(),
+        ),
+        // No `//#region <path>` around each module: the bundle must not depend on where the
+        // pack sits.
+        experimental: Some(ExperimentalOptions {
+            attach_debug_info: Some(AttachDebugInfo::None),
+            ..ExperimentalOptions::default()
+        }),
         ..BundlerOptions::default()
     };
     let diagnostic_options = DiagnosticOptions {
@@ -390,14 +826,15 @@ fn bundle_once(
             && let Some((file, line, column, _)) = d
                 .to_diagnostic_with(&diagnostic_options)
                 .get_primary_location()
+            && !file.ends_with(ENTRY_FILE)
         {
             message = format!("{message} (at {file}:{line}:{})", column + 1);
         }
         // The virtual entry is an implementation detail: name the pack directory instead.
-        let message = message.replace(
+        let message = without_layout(&message.replace(
             &format!("in {ENTRY_FILE}"),
             "from the pack directory (is it installed?)",
-        );
+        ));
         Diagnostic { kind, message }
     };
     let build = async move {
@@ -441,6 +878,7 @@ fn bundle_once(
 }
 
 fn finish(pack_dir: &Path, npm: &str, attempt: Attempt) -> Bundled {
+    let verdict = builtin_verdict(pack_dir, &attempt);
     let Attempt { outcome, recorded } = attempt;
     let inputs: FileRecords = recorded
         .inputs
@@ -448,9 +886,15 @@ fn finish(pack_dir: &Path, npm: &str, attempt: Attempt) -> Bundled {
         .map(|(path, sha)| (relative_to(pack_dir, path), Some(sha.clone())))
         .collect();
     let resolution = resolution_records(pack_dir, &recorded);
-    let result = classify(npm, outcome, &recorded.builtins);
+    let result = classify(npm, outcome, &verdict.hard);
     Bundled {
         result,
+        browser: false,
+        warnings: verdict
+            .warnings
+            .iter()
+            .map(|w| format!("{npm} {w}"))
+            .collect(),
         inputs,
         resolution,
     }
@@ -459,23 +903,12 @@ fn finish(pack_dir: &Path, npm: &str, attempt: Attempt) -> Bundled {
 fn classify(
     npm: &str,
     outcome: Result<(String, Vec<Diagnostic>), Failure>,
-    builtins: &BTreeSet<String>,
+    hard_builtins: &[String],
 ) -> Result<String, Refusal> {
     // Builtins first: whatever else failed, this is the reason the package cannot be a guest
     // module.
-    if !builtins.is_empty() {
-        let mut names: Vec<String> = builtins
-            .iter()
-            .map(|b| {
-                if b.starts_with("node:") {
-                    b.clone()
-                } else {
-                    format!("node:{b}")
-                }
-            })
-            .collect();
-        names.sort();
-        names.dedup();
+    if !hard_builtins.is_empty() {
+        let names = hard_builtins;
         return Err(Refusal::new(
             StatusCode::NpmModuleBuiltinImport,
             format!(
@@ -502,7 +935,7 @@ fn classify(
             matches!(
                 d.kind,
                 EventKind::UnresolvedImport | EventKind::UnresolvedEntry
-            )
+            ) || d.message.starts_with("Could not resolve")
         })
         .collect();
     if !unresolved.is_empty() {
@@ -629,6 +1062,13 @@ pub(crate) fn relative_to(base: &Path, path: &Path) -> String {
 
 /// `relative` (as [`relative_to`] wrote it) joined back onto `base`, or `None` when it is not
 /// a plain relative path.
+///
+/// Not the import rule of `nodetool_jssource::relative`: that joins a request onto an
+/// importing *file's* directory inside one package and refuses a climb above the package root,
+/// while this rejoins a filesystem path [`relative_to`] wrote relative to a *directory* (the
+/// cache records a compiled pack's input files relative to the pack's directory), where `..`
+/// legitimately climbs out of `base` (to a `node_modules` above it), and an empty or `.`
+/// segment is refused because no input file's record has one.
 pub(crate) fn join_relative(base: &Path, relative: &str) -> Option<PathBuf> {
     if relative.is_empty() || relative.starts_with('/') || relative.contains('\0') {
         return None;
@@ -684,6 +1124,38 @@ mod tests {
         );
         assert_eq!(join_relative(base, "/etc/passwd"), None);
         assert_eq!(join_relative(base, "a//b"), None);
+    }
+
+    #[test]
+    fn only_plain_identifiers_become_named_exports() {
+        for ok in ["isEmail", "_x", "$", "a1", "toDate"] {
+            assert!(is_plain_identifier(ok), "{ok}");
+        }
+        for bad in [
+            "default",
+            "delete",
+            "1a",
+            "a-b",
+            "",
+            "__esModule",
+            "é",
+            "eval",
+            "__nodetool_default",
+        ] {
+            assert!(!is_plain_identifier(bad), "{bad}");
+        }
+    }
+
+    #[test]
+    fn messages_name_files_from_their_package_on() {
+        assert_eq!(
+            without_layout(
+                "x (at ../../node_modules/a/index.js:1:2); y (at ../node_modules/@s/b/c.js)"
+            ),
+            "x (at a/index.js:1:2); y (at @s/b/c.js)"
+        );
+        assert_eq!(without_layout("no path here"), "no path here");
+        assert_eq!(package_relative("../../node_modules/a/b.js"), "a/b.js");
     }
 
     #[test]

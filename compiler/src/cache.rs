@@ -17,18 +17,17 @@
 //! not match its hash) is evicted and never trusted. Keys are checked to be 64 lowercase hex
 //! characters before they touch a path, and every write is a temp file renamed into place.
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use nodetool_protocol::catalog::StatusCode;
 use nodetool_protocol::limits::NPM_BUNDLE_BYTES;
 use nodetool_runtime::{CompileRequest, CompiledArtifact, CompiledLookup, CompiledNpmModule};
 use serde::{Deserialize, Serialize};
 
-use crate::bundle::{FileRecords, MAX_INPUT_FILE_BYTES, join_relative, sha256_hex};
+use crate::bundle::{FileRecords, MAX_INPUT_FILE_BYTES, join_relative};
 use crate::{COMPILER_VERSION, ROLLDOWN_VERSION, normalized_options};
+use nodetool_protocol::hex::sha256_hex;
 
 /// The entry format tag.
 const ENTRY_FORMAT: &str = "nodetool-sandbox-module-cache/1";
@@ -105,8 +104,7 @@ struct KeyDocument<'a> {
 #[derive(Serialize)]
 struct InputsDocument<'a> {
     format: &'a str,
-    inputs: &'a [Record],
-    resolution: &'a [Record],
+    inputs: Vec<Record>,
 }
 
 #[derive(Serialize)]
@@ -157,12 +155,27 @@ pub(crate) fn options_digest() -> String {
     })
 }
 
-/// Digest of every input and resolution record.
-pub(crate) fn inputs_digest(inputs: &[Record], resolution: &[Record]) -> String {
+/// Digest of the bundled inputs, each named from its package's directory on (the part after
+/// the last `node_modules/`), so that it, and the module digest discovery builds from it, is
+/// the same wherever the pack sits. The resolution records (which do depend on the layout
+/// around the pack) key the cache but not this digest; the bundle's own hash covers what they
+/// decided.
+pub(crate) fn inputs_digest(inputs: &[Record], _resolution: &[Record]) -> String {
+    let mut placed: Vec<Record> = inputs
+        .iter()
+        .map(|r| Record {
+            path: r
+                .path
+                .rfind("node_modules/")
+                .map_or(r.path.as_str(), |at| &r.path[at + "node_modules/".len()..])
+                .to_string(),
+            sha256: r.sha256.clone(),
+        })
+        .collect();
+    placed.sort_by(|a, b| (&a.path, &a.sha256).cmp(&(&b.path, &b.sha256)));
     digest_json(&InputsDocument {
-        format: "nodetool-sandbox-module-inputs/1",
-        inputs,
-        resolution,
+        format: "nodetool-sandbox-module-inputs/2",
+        inputs: placed,
     })
 }
 
@@ -258,8 +271,6 @@ impl Entry {
 pub struct Cache {
     root: PathBuf,
 }
-
-static TEMP_COUNTER: AtomicU64 = AtomicU64::new(0);
 
 impl Cache {
     /// The cache rooted at `root` (created on first write).
@@ -375,31 +386,14 @@ fn read_capped(path: &Path, cap: u64) -> Option<Vec<u8>> {
     std::fs::read(path).ok()
 }
 
-/// Writes `bytes` to `path` through a temp file in the same directory and a rename, so a
-/// reader sees the old file or the new one, never a half-written one.
+/// Writes `bytes` to `path` atomically (`nodetool_discovery::atomic`), creating its directory.
+/// A file a crash leaves short fails its checks on read and is evicted.
 fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), String> {
     let dir = path
         .parent()
         .ok_or_else(|| format!("{} has no parent directory", path.display()))?;
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let temp = dir.join(format!(
-        ".{name}.{}.{}.tmp",
-        std::process::id(),
-        TEMP_COUNTER.fetch_add(1, Ordering::Relaxed)
-    ));
-    // No fsync: a file a crash leaves short or empty fails its checks on read and is evicted,
-    // so durability is not worth a disk flush per compile.
-    let written = std::fs::File::create(&temp)
-        .and_then(|mut f| f.write_all(bytes))
-        .and_then(|()| std::fs::rename(&temp, path));
-    written.map_err(|e| {
-        let _ = std::fs::remove_file(&temp);
-        format!("cannot write {}: {e}", path.display())
-    })
+    nodetool_discovery::atomic::write_atomic(path, bytes).map_err(|e| e.to_string())
 }
 
 #[cfg(test)]

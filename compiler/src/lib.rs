@@ -4,18 +4,24 @@
 //! It owns the pipeline [`Compiler::compile`] runs, in order: the cache (a hit re-hashes every
 //! recorded input first); bundling with rolldown as a library (platform neutral, conditions
 //! `import`, `module`, `default`, main fields `module`, `main`, no externals, no minification,
-//! one self-contained ES module; a Node builtin is refused by name); the 1 MiB cap; the
-//! scope-aware scan on oxc's semantic analysis (forbidden free globals, `typeof`-guarded
-//! feature detection as warnings, dynamic or leftover imports); the admission probe, which
-//! imports the bundle in a capability-free guest under tight limits and records its export
-//! names; and the write of the outcome to the content-addressed [`Cache`], which is also the
-//! synchronous `nodetool_runtime::CompiledLookup` discovery reads. [`npm_entries`] lists the
-//! npm entries on a search path for `nodetool packs compile` and compile-on-first-use.
+//! one self-contained ES module whose default is the package's, else the namespace of its
+//! named exports; Node builtins become stubs that throw, judged by the rules in `bundle.rs`,
+//! with a retry under the `browser` condition); the 1 MiB cap; the scope-aware scan on oxc's
+//! semantic analysis (dynamic or leftover imports refused; globals the guest lacks and code
+//! from strings as warnings); the admission probe, which imports the bundle in a
+//! capability-free guest, with the standard globals and hardening of every run, under tight
+//! limits and records its export names; and the write of the outcome to the content-addressed
+//! [`Cache`], which is also the synchronous `nodetool_runtime::CompiledLookup` discovery
+//! reads. [`npm_entries`] lists the npm entries on a search path for `nodetool packs compile`
+//! and compile-on-first-use.
 //!
-//! Every failure is a skip with a stable code (`npm-module-builtin-import`,
+//! A library is refused only when it cannot initialize in the guest (the probe) or by a hard
+//! rule: a builtin it cannot run without, a dynamic import, the size cap, a bundle that does
+//! not build. Every refusal is a skip with a stable code (`npm-module-builtin-import`,
 //! `npm-module-unresolved`, `npm-module-bundle-failed`, `npm-module-too-large`,
-//! `npm-module-forbidden-global`, `npm-module-scan-rejected`, `npm-module-probe-failed`),
-//! never a panic of the host and never an error return.
+//! `npm-module-scan-rejected`, `npm-module-probe-failed`), never a panic of the host and never
+//! an error return. (`npm-module-forbidden-global` is no longer produced: such reads are
+//! warnings; the code stays for entries cached by compiler version 1.)
 //!
 //! Architecture invariants: admission grants bundled code no capability (no fetch, workspace,
 //! secrets or dispatcher; only the bundle resolves); admission proves initialization only, the
@@ -44,7 +50,7 @@ pub use scan::FORBIDDEN_GLOBALS;
 
 /// The compiler contract version: part of every cache key and every module digest. Bump it
 /// when the pipeline's output or verdicts change for the same input.
-pub const COMPILER_VERSION: &str = "1";
+pub const COMPILER_VERSION: &str = "2";
 
 /// The rolldown version the workspace pins (checked against Cargo.lock by a test).
 pub const ROLLDOWN_VERSION: &str = "1.2.5";
@@ -58,13 +64,22 @@ pub(crate) fn normalized_options() -> serde_json::Value {
         "platform": "neutral",
         "conditions": bundle::CONDITIONS,
         "mainFields": bundle::MAIN_FIELDS,
+        "browserRetry": {
+            "conditions": bundle::BROWSER_CONDITIONS,
+            "mainFields": bundle::BROWSER_MAIN_FIELDS,
+            "aliasFields": ["browser"],
+        },
         "external": [],
-        "builtins": "refused",
+        "builtins": "stubs that throw; refused when reachable outside try",
         "minify": false,
         "treeshake": true,
         "codeSplitting": false,
         "comments": { "legal": false, "annotation": true, "jsdoc": false },
-        "entry": "export * and the default export when the package has one",
+        "entry": "export * and the default export, else the namespace as default; a default-only module's keys as named exports",
+        "debugComments": false,
+        "define": bundle::DEFINES.iter().map(|(k, v)| format!("{k}={v}")).collect::<Vec<_>>(),
+        "browserRetryWhenTheProbeFails": true,
+        "browserRetryWhenNodeGlobalsAreRead": true,
         "maxBytes": NPM_BUNDLE_BYTES,
         "forbiddenGlobals": FORBIDDEN_GLOBALS.as_slice(),
         "probe": {
@@ -283,8 +298,8 @@ impl Compiler {
         }
         progress(Stage::Bundle);
         let bundled = bundle::bundle(&self.runtime, &pack_dir, npm);
-        let inputs = cache::records(&bundled.inputs);
-        let resolution = cache::records(&bundled.resolution);
+        let mut inputs = cache::records(&bundled.inputs);
+        let mut resolution = cache::records(&bundled.resolution);
         // The same content compiled from another directory: no need to scan and probe again.
         let key = cache::key_of(npm, &inputs, &resolution);
         if let Some(entry) = self.cache.load_entry(&key) {
@@ -292,13 +307,82 @@ impl Compiler {
             report.store_error = self.cache.point(&pack_dir, npm, &key).err();
             return report;
         }
-        let verdict = bundled
+        let was_browser = bundled.browser;
+        let mut browser_used = was_browser;
+        let bundle_warnings = bundled.warnings;
+        let first_source = bundled.result.as_ref().ok().cloned();
+        let mut verdict = bundled
             .result
-            .and_then(|source| self.admit(npm, source, progress));
+            .and_then(|source| self.admit(npm, source, progress))
+            .map(|(source, probed, warnings)| {
+                let mut all = bundle_warnings;
+                all.extend(warnings);
+                (source, probed, all)
+            });
+        // A default build that does not initialize in the guest: its browser build may.
+        if let Err(refusal) = &verdict
+            && refusal.code == StatusCode::NpmModuleProbeFailed
+            && !refusal.transient
+            && !was_browser
+        {
+            let why = refusal.message.clone();
+            let browser = bundle::bundle_browser(&self.runtime, &pack_dir, npm);
+            if let Ok(source) = browser.result
+                && Some(&source) != first_source.as_ref()
+                && let Ok((source, probed, warnings)) = self.admit(npm, source, progress)
+            {
+                let mut all = vec![format!(
+                    "{npm} was bundled with the browser condition: its default entry does not initialize in the guest ({why})"
+                )];
+                all.extend(browser.warnings);
+                all.extend(warnings);
+                verdict = Ok((source, probed, all));
+                browser_used = true;
+                inputs = cache::records(&browser.inputs);
+                resolution = cache::records(&browser.resolution);
+            }
+        }
+        // A default build that reads Node's globals (Buffer, process, ...) is a Node build: the
+        // browser build is kept instead when it reads none.
+        let node_reads = |warnings: &[String]| -> Vec<String> {
+            let mut names: Vec<String> = warnings
+                .iter()
+                .filter_map(|w| scan::node_global_read(npm, w))
+                .map(str::to_string)
+                .collect();
+            names.dedup();
+            names
+        };
+        if !browser_used
+            && let Ok((_, _, warnings)) = &verdict
+            && let names = node_reads(warnings)
+            && !names.is_empty()
+        {
+            let browser = bundle::bundle_browser(&self.runtime, &pack_dir, npm);
+            if let Ok(source) = browser.result
+                && Some(&source) != first_source.as_ref()
+                && let Ok((source, probed, warnings)) = self.admit(npm, source, progress)
+                && node_reads(&warnings).is_empty()
+            {
+                let mut all = vec![format!(
+                    "{npm} was bundled with the browser condition: its default entry reads Node's {}",
+                    names.join(", ")
+                )];
+                all.extend(browser.warnings);
+                all.extend(warnings);
+                verdict = Ok((source, probed, all));
+                inputs = cache::records(&browser.inputs);
+                resolution = cache::records(&browser.resolution);
+                browser_used = true;
+            }
+        }
+        let verdict = verdict.map(|admitted| {
+            self.with_named_exports(&pack_dir, npm, browser_used, admitted, progress)
+        });
         progress(Stage::Store);
         let stored = match &verdict {
             Ok((source, exports, warnings)) => cache::Stored::Admitted {
-                source_sha256: bundle::sha256_hex(source.as_bytes()),
+                source_sha256: nodetool_protocol::hex::sha256_hex(source.as_bytes()),
                 source: source.to_string(),
                 exports: exports.clone(),
                 warnings: warnings.clone(),
@@ -330,7 +414,7 @@ impl Compiler {
         npm: &str,
         source: String,
         progress: &mut dyn FnMut(Stage),
-    ) -> Result<(Arc<str>, Vec<String>, Vec<String>), Refusal> {
+    ) -> Result<(Arc<str>, probe::Probed, Vec<String>), Refusal> {
         let size = source.len() as u64;
         if size > NPM_BUNDLE_BYTES {
             return Err(Refusal::new(
@@ -351,8 +435,43 @@ impl Compiler {
             })?;
         progress(Stage::Probe);
         let source: Arc<str> = source.into();
-        let exports = probe::probe(&self.sandbox, npm, Arc::clone(&source))?;
-        Ok((source, exports, warnings))
+        let probed = probe::probe(&self.sandbox, npm, Arc::clone(&source))?;
+        Ok((source, probed, warnings))
+    }
+
+    /// A module whose only export is its default (CommonJS, or an ES module exporting one
+    /// object): bundled again with the default's keys as named exports, as Node's CommonJS
+    /// interop offers them, when that bundle passes too; otherwise as it was.
+    #[allow(clippy::type_complexity)]
+    fn with_named_exports(
+        &self,
+        pack_dir: &Path,
+        npm: &str,
+        browser: bool,
+        admitted: (Arc<str>, probe::Probed, Vec<String>),
+        progress: &mut dyn FnMut(Stage),
+    ) -> (Arc<str>, Vec<String>, Vec<String>) {
+        let (source, probed, warnings) = admitted;
+        let names: Vec<String> = probed
+            .default_keys
+            .iter()
+            .filter(|k| bundle::is_plain_identifier(k))
+            .cloned()
+            .collect();
+        if probed.exports != ["default"] || names.is_empty() {
+            return (source, probed.exports, warnings);
+        }
+        let named = bundle::bundle_named(&self.runtime, pack_dir, npm, browser, &names);
+        if let Ok(named_source) = named.result
+            && let Ok((named_source, named_probed, named_warnings)) =
+                self.admit(npm, named_source, progress)
+            && named_probed.exports.len() > 1
+        {
+            // The scan of the second bundle says what the first did (same code, another entry).
+            let _ = named_warnings;
+            return (named_source, named_probed.exports, warnings);
+        }
+        (source, probed.exports, warnings)
     }
 
     /// Looks `request` up in the cache without compiling (the re-hash included).

@@ -1,6 +1,9 @@
 //! The admission probe: import the bundle in a capability-free guest and read its export
-//! names. Only the bundle resolves; nothing is granted (no fetch, workspace or secrets, no
-//! dispatchers); the deadline, heap and console are the probe's own, tighter limits.
+//! names. The guest is the one every run gets (`Sandbox::run`: the standard globals and the
+//! hardening are installed before the bundle is even resolved), so a module admitted here
+//! initializes in a run too. Only the bundle resolves; nothing is granted (no fetch,
+//! workspace or secrets, no dispatchers); the deadline, heap and console are the probe's own,
+//! tighter limits.
 //! Admission proves that the module initializes; the runtime loader stays authoritative.
 
 use std::sync::Arc;
@@ -28,22 +31,30 @@ pub const PROBE_LIMITS: RunLimits = RunLimits {
     log_chars: 500,
 };
 
+/// The probe's body: the sorted export names, then the default's own enumerable string keys
+/// (at most a few thousand) when the default is an object or a function.
 const PROBE_BODY: &str = "import * as probed from \"nodetool-probe-module\";\n\
-                          return Object.keys(probed).sort();\n";
+                          const d = probed.default;\n\
+                          const keys = d !== null && (typeof d === \"object\" || typeof d === \"function\") ? Object.keys(d).slice(0, 5000) : [];\n\
+                          return [Object.keys(probed).sort(), keys.filter((k) => typeof k === \"string\")];\n";
 
-/// Imports `source` in a fresh capability-free guest: its sorted export names, or the refusal.
-pub(crate) fn probe(
-    sandbox: &Sandbox,
-    npm: &str,
-    source: Arc<str>,
-) -> Result<Vec<String>, Refusal> {
+/// What the probe read.
+pub(crate) struct Probed {
+    /// The sorted export names.
+    pub exports: Vec<String>,
+    /// The default's own enumerable keys (empty when it has none or is not an object).
+    pub default_keys: Vec<String>,
+}
+
+/// Imports `source` in a fresh capability-free guest: what it exports, or the refusal.
+pub(crate) fn probe(sandbox: &Sandbox, npm: &str, source: Arc<str>) -> Result<Probed, Refusal> {
     let module_id = format!("npm:{npm}");
     let resolution = Resolution {
         modules: vec![ResolvedModule {
             specifier: PROBE_SPECIFIER.into(),
             pack_name: "nodetool-probe".into(),
             pack_version: None,
-            content_digest: crate::bundle::sha256_hex(source.as_bytes()),
+            content_digest: nodetool_protocol::hex::sha256_hex(source.as_bytes()),
             module_id: module_id.clone(),
             graph: vec![GraphFile {
                 id: module_id,
@@ -71,19 +82,41 @@ pub(crate) fn probe(
         )
     };
     match outcome.result {
+        // A builtin's stub threw while the module initialized: a builtin it cannot run
+        // without.
+        Err(error) if error.message.contains(crate::bundle::BUILTIN_STUB_MESSAGE) => {
+            Err(Refusal::new(
+                StatusCode::NpmModuleBuiltinImport,
+                format!(
+                    "{npm} needs a Node builtin when it loads ({}), which the guest does not have",
+                    error.message
+                ),
+            ))
+        }
         // A deadline depends on the machine's load as much as on the package: reported, never
         // cached.
         Err(error) => Err(Refusal {
             transient: error.code == RunErrorCode::Timeout,
             ..failed(error.message)
         }),
-        Ok(Value::Array(names)) => names
-            .into_iter()
-            .map(|n| match n {
-                Value::String(s) => Ok(s),
-                _ => Err(failed("its namespace has a non-string key".into())),
+        Ok(Value::Array(mut read)) if read.len() == 2 => {
+            let strings = |v: Value| match v {
+                Value::Array(items) => items
+                    .into_iter()
+                    .map(|n| match n {
+                        Value::String(s) => Ok(s),
+                        _ => Err(failed("its namespace has a non-string key".into())),
+                    })
+                    .collect::<Result<Vec<String>, Refusal>>(),
+                _ => Err(failed("the probe did not read its exports".into())),
+            };
+            let default_keys = strings(read.pop().unwrap_or(Value::Null))?;
+            let exports = strings(read.pop().unwrap_or(Value::Null))?;
+            Ok(Probed {
+                exports,
+                default_keys,
             })
-            .collect(),
+        }
         Ok(_) => Err(failed("the probe did not read its exports".into())),
     }
 }

@@ -1,15 +1,24 @@
-//! The scope-aware scan of a bundle, on oxc's semantic analysis: free references to globals
-//! the guest does not provide, `typeof`-guarded feature detection, dynamic `import()` and any
-//! import the bundle still makes. Local bindings (declarations, parameters, catch clauses,
-//! imports) shadow a global name, so only references that resolve to no binding count.
+//! The scope-aware scan of a bundle, on oxc's semantic analysis. It refuses only what the guest
+//! can never run: a bundle that does not parse, a dynamic `import()` (the loader denies every
+//! one) and an import the bundle still makes. Everything else it finds would fail only when the
+//! code that has it runs, so it is a warning naming the global and its first line and column:
+//! a free reference to a global the guest does not provide (feature detection when a `typeof`
+//! guards it), and code generated from strings (`eval(...)`, `Function(...)`, `new
+//! Function(...)`), which the hardened guest refuses at the call. Whether the module
+//! initializes is the probe's question, not the scan's. Local bindings (declarations,
+//! parameters, catch clauses, imports) shadow a global name, so only references that resolve
+//! to no binding count.
 
 use std::collections::BTreeMap;
 
+use nodetool_jssource::dynamic::{DynamicLoadKind, dynamic_loads};
+use nodetool_jssource::imports::static_requests;
+use nodetool_jssource::position::position;
 use nodetool_protocol::catalog::StatusCode;
 use oxc::allocator::Allocator;
 use oxc::ast::ast::{
-    ConditionalExpression, Expression, IdentifierReference, IfStatement, ImportExpression,
-    LogicalExpression, Statement, UnaryExpression, UnaryOperator,
+    CallExpression, ConditionalExpression, Expression, IdentifierReference, IfStatement,
+    LogicalExpression, NewExpression, UnaryExpression, UnaryOperator,
 };
 use oxc::ast_visit::{VisitJs, walk_js};
 use oxc::parser::Parser;
@@ -18,8 +27,10 @@ use oxc::span::SourceType;
 
 use crate::Refusal;
 
-/// Globals the guest does not provide (reference §5's list, in its order).
-pub const FORBIDDEN_GLOBALS: [&str; 33] = [
+/// Globals the guest does not provide: reference §5's list in its order, less what the guest
+/// now has (`eval` and `Function`, which refuse only code from strings, and
+/// `queueMicrotask`), plus `Intl` and Node's `global`.
+pub const FORBIDDEN_GLOBALS: [&str; 32] = [
     "process",
     "Buffer",
     "require",
@@ -27,15 +38,12 @@ pub const FORBIDDEN_GLOBALS: [&str; 33] = [
     "exports",
     "__dirname",
     "__filename",
-    "eval",
-    "Function",
     "setTimeout",
     "setInterval",
     "setImmediate",
     "clearTimeout",
     "clearInterval",
     "clearImmediate",
-    "queueMicrotask",
     "WebAssembly",
     "window",
     "document",
@@ -53,7 +61,12 @@ pub const FORBIDDEN_GLOBALS: [&str; 33] = [
     "sessionStorage",
     "indexedDB",
     "importScripts",
+    "Intl",
+    "global",
 ];
+
+/// The free callees whose call generates code from a string.
+const CODE_FROM_STRINGS: [&str; 2] = ["eval", "Function"];
 
 /// Scans a bundle: the warnings to surface (feature-detected globals), or the refusal.
 pub(crate) fn scan_bundle(npm: &str, source: &str) -> Result<Vec<String>, Refusal> {
@@ -68,19 +81,11 @@ pub(crate) fn scan_bundle(npm: &str, source: &str) -> Result<Vec<String>, Refusa
         );
         return Err(rejected(format!("bundle is not valid JavaScript: {why}")));
     }
-    for statement in &parsed.program.body {
-        let leftover = match statement {
-            Statement::ImportDeclaration(d) => Some(&d.source),
-            Statement::ExportFromDeclaration(d) => Some(&d.source),
-            Statement::ExportAllDeclaration(d) => Some(&d.source),
-            _ => None,
-        };
-        if let Some(literal) = leftover {
-            return Err(rejected(format!(
-                "bundle still imports {}, so it is not self-contained",
-                literal.value
-            )));
-        }
+    if let Some((_, literal)) = static_requests(&parsed.program).next() {
+        return Err(rejected(format!(
+            "bundle still imports {}, so it is not self-contained",
+            literal.value
+        )));
     }
     // Semantic analysis binds every identifier reference; one that binds to no symbol is free.
     let built = SemanticBuilder::new().build(&parsed.program);
@@ -90,42 +95,83 @@ pub(crate) fn scan_bundle(npm: &str, source: &str) -> Result<Vec<String>, Refusa
         guards: Vec::new(),
         hard: BTreeMap::new(),
         detected: BTreeMap::new(),
-        dynamic_import: None,
+        generated: BTreeMap::new(),
     };
     walker.visit_program(&parsed.program);
-    if let Some(at) = walker.dynamic_import {
-        let (line, column) = position(source, at);
+    let dynamic_import = dynamic_loads(&parsed.program)
+        .into_iter()
+        .find(|load| load.kind == DynamicLoadKind::Import);
+    if let Some(load) = dynamic_import {
+        let (line, column) = position(source, load.offset);
         return Err(rejected(format!(
             "bundle uses dynamic import() (at {line}:{column}), which the guest loader denies"
         )));
     }
-    if !walker.hard.is_empty() {
-        let names: Vec<&str> = walker.hard.keys().copied().collect();
-        let first = walker.hard.values().copied().min().unwrap_or(0);
-        let (line, column) = position(source, first);
-        return Err(Refusal::new(
-            StatusCode::NpmModuleForbiddenGlobal,
-            format!(
-                "{npm} references {} (first at {line}:{column}), which the guest does not provide",
-                names.join(", ")
-            ),
+    let at = |offset: u32| {
+        let (line, column) = position(source, offset);
+        format!("{line}:{column}")
+    };
+    let mut warnings = Vec::new();
+    for (name, offset) in &walker.hard {
+        warnings.push(format!(
+            "{npm} reads {name} at {}, which the guest does not provide{}; code that reaches it throws a ReferenceError",
+            at(*offset),
+            absent_note(name)
         ));
     }
-    Ok(walker
-        .detected
-        .into_iter()
-        .map(|(name, at)| {
-            let (line, column) = position(source, at);
-            format!(
-                "{npm} feature-detects {name} at {line}:{column}; the guest has no such global, so that branch never runs"
-            )
-        })
-        .collect())
+    for (name, offset) in &walker.detected {
+        warnings.push(format!(
+            "{npm} feature-detects {name} at {}; the guest has no such global, so that branch never runs",
+            at(*offset)
+        ));
+    }
+    for (name, offset) in &walker.generated {
+        warnings.push(format!(
+            "{npm} generates code from a string with {name} at {}; the sandbox refuses that when it runs",
+            at(*offset)
+        ));
+    }
+    Ok(warnings)
+}
+
+/// Node's own globals: a bundle that reads one is a Node build, which a browser build of the
+/// same package may avoid.
+const NODE_GLOBALS: [&str; 10] = [
+    "process",
+    "Buffer",
+    "require",
+    "module",
+    "exports",
+    "__dirname",
+    "__filename",
+    "global",
+    "setImmediate",
+    "clearImmediate",
+];
+
+/// The Node global a warning of [`scan_bundle`] says `npm` reads outside a `typeof` guard.
+pub(crate) fn node_global_read<'w>(npm: &str, warning: &'w str) -> Option<&'w str> {
+    let name = warning
+        .strip_prefix(npm)?
+        .strip_prefix(" reads ")?
+        .split(' ')
+        .next()?;
+    NODE_GLOBALS.contains(&name).then_some(name)
+}
+
+/// Why a global is absent, where that helps the reader.
+fn absent_note(name: &str) -> &'static str {
+    match name {
+        "Intl" => " (no ICU data in the sandbox)",
+        "setTimeout" | "setInterval" | "setImmediate" => " (no timers; sleep(ms) waits)",
+        _ => "",
+    }
 }
 
 /// One pass over the bundle: free references to forbidden globals, split into hard ones and
 /// feature detection (`typeof G` itself, or any use inside a branch an `if`, a ternary or the
-/// right side of `&&`/`||`/`??` guards with `typeof G`), and the first dynamic import.
+/// right side of `&&`/`||`/`??` guards with `typeof G`). The first dynamic import is the shared finder's
+/// (`nodetool_jssource::dynamic`).
 struct Walker<'s> {
     scoping: &'s Scoping,
     /// Globals the enclosing guarded branches tested with `typeof`.
@@ -134,7 +180,8 @@ struct Walker<'s> {
     hard: BTreeMap<&'static str, u32>,
     /// Global to the offset of its first feature-detecting reference.
     detected: BTreeMap<&'static str, u32>,
-    dynamic_import: Option<u32>,
+    /// Code-generating callee to the offset of its first call.
+    generated: BTreeMap<&'static str, u32>,
 }
 
 impl Walker<'_> {
@@ -147,6 +194,19 @@ impl Walker<'_> {
     fn note(map: &mut BTreeMap<&'static str, u32>, name: &'static str, at: u32) {
         let first = map.entry(name).or_insert(at);
         *first = (*first).min(at);
+    }
+
+    /// Notes a call of a free code-generating callee.
+    fn note_generator(&mut self, callee: &Expression<'_>, at: u32) {
+        if let Expression::Identifier(id) = callee
+            && let Some(name) = CODE_FROM_STRINGS
+                .iter()
+                .copied()
+                .find(|g| *g == id.name.as_str())
+            && self.is_free(id)
+        {
+            Self::note(&mut self.generated, name, at);
+        }
     }
 
     /// Visits `branches` with the globals `test` checks with `typeof` counted as guarded.
@@ -210,11 +270,14 @@ impl<'a> VisitJs<'a> for Walker<'_> {
         self.guarded(&it.left, |w| w.visit_expression(&it.right));
     }
 
-    fn visit_import_expression(&mut self, it: &ImportExpression<'a>) {
-        if self.dynamic_import.is_none() {
-            self.dynamic_import = Some(it.span.start);
-        }
-        walk_js::walk_import_expression(self, it);
+    fn visit_call_expression(&mut self, it: &CallExpression<'a>) {
+        self.note_generator(&it.callee, it.span.start);
+        walk_js::walk_call_expression(self, it);
+    }
+
+    fn visit_new_expression(&mut self, it: &NewExpression<'a>) {
+        self.note_generator(&it.callee, it.span.start);
+        walk_js::walk_new_expression(self, it);
     }
 }
 
@@ -237,19 +300,6 @@ fn forbidden(name: &str) -> Option<&'static str> {
     FORBIDDEN_GLOBALS.iter().copied().find(|g| *g == name)
 }
 
-/// 1-based line and column (in characters) of a byte offset.
-pub(crate) fn position(source: &str, offset: u32) -> (u32, u32) {
-    let offset = (offset as usize).min(source.len());
-    let before = source.get(..offset).unwrap_or(source);
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before.get(line_start..).map_or(0, |l| l.chars().count()) + 1;
-    (
-        u32::try_from(line).unwrap_or(u32::MAX),
-        u32::try_from(column).unwrap_or(u32::MAX),
-    )
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -267,16 +317,66 @@ mod tests {
     }
 
     #[test]
-    fn a_free_reference_is_refused_with_names_and_first_position() {
-        let r = scan(
-            "export const a = 1;\nexport function f() { return process.env.X + Buffer.from('x'); }",
+    fn a_free_reference_is_a_warning_with_its_first_position() {
+        let warnings = scan(
+            "export const a = 1;\nexport function f() { return process.env.X + Buffer.from('x') + process.cwd(); }",
         )
-        .err();
-        let r = r.unwrap_or_else(|| Refusal::new(StatusCode::PendingCompile, String::new()));
-        assert_eq!(r.code, StatusCode::NpmModuleForbiddenGlobal);
+        .unwrap_or_default();
         assert_eq!(
-            r.message,
-            "pkg references Buffer, process (first at 2:30), which the guest does not provide"
+            warnings,
+            [
+                "pkg reads Buffer at 2:46, which the guest does not provide; code that reaches it throws a ReferenceError",
+                "pkg reads process at 2:30, which the guest does not provide; code that reaches it throws a ReferenceError",
+            ]
+        );
+        let warnings = scan("export const n = () => new Intl.NumberFormat('en').format(1);")
+            .unwrap_or_default();
+        assert_eq!(
+            warnings,
+            [
+                "pkg reads Intl at 1:28, which the guest does not provide (no ICU data in the sandbox); code that reaches it throws a ReferenceError"
+            ]
+        );
+    }
+
+    #[test]
+    fn node_global_reads_are_told_apart() {
+        let warnings =
+            scan("export const a = () => Buffer.from('x');\nexport const b = () => self.x;")
+                .unwrap_or_default();
+        let reads: Vec<Option<&str>> = warnings
+            .iter()
+            .map(|w| node_global_read("pkg", w))
+            .collect();
+        assert_eq!(reads, [Some("Buffer"), None]);
+    }
+
+    #[test]
+    fn globals_the_guest_has_are_no_hits() {
+        let source = "export const f = (x) => x instanceof Function;\n\
+                      export const q = (g) => queueMicrotask(g);\n\
+                      export const t = new TextEncoder();\n\
+                      export const u = (s) => new URL(s).host + atob('') + crypto.randomUUID();";
+        assert_eq!(scan(source).ok(), Some(vec![]));
+    }
+
+    #[test]
+    fn code_from_strings_is_a_warning_at_its_call() {
+        let warnings = scan(
+            "export const a = () => new Function('return 1');\nexport const b = (s) => eval(s);\nlet eval2 = 1;",
+        )
+        .unwrap_or_default();
+        assert_eq!(
+            warnings,
+            [
+                "pkg generates code from a string with Function at 1:24; the sandbox refuses that when it runs",
+                "pkg generates code from a string with eval at 2:25; the sandbox refuses that when it runs",
+            ]
+        );
+        // A local named eval is not the global.
+        assert_eq!(
+            scan("const eval = (s) => s;\nexport const x = eval('1');").ok(),
+            Some(vec![])
         );
     }
 
@@ -310,11 +410,14 @@ mod tests {
     }
 
     #[test]
-    fn an_unguarded_use_beside_a_guard_is_still_refused() {
-        let r = scan("export const a = typeof process;\nexport const b = process.env;").err();
-        assert_eq!(
-            r.map(|r| r.code),
-            Some(StatusCode::NpmModuleForbiddenGlobal)
+    fn an_unguarded_use_beside_a_guard_is_a_read_warning_too() {
+        let warnings =
+            scan("export const a = typeof process;\nexport const b = () => process.env;")
+                .unwrap_or_default();
+        assert_eq!(warnings.len(), 2, "{warnings:?}");
+        assert!(
+            warnings[0].starts_with("pkg reads process at 2:24,"),
+            "{warnings:?}"
         );
     }
 

@@ -10,9 +10,14 @@ use std::path::{Path, PathBuf};
 
 use nodetool_compiler::{Cache, Compiler, Outcome, ROLLDOWN_VERSION, Report, Stage, npm_entries};
 use nodetool_discovery::{DiscoveryOptions, RootKind, SearchRoot, discover_catalog};
+use nodetool_guest::{Capabilities, Dispatchers, RunLimits, RunRequest, Sandbox};
 use nodetool_protocol::catalog::{Declaration, StatusCode, StatusLevel};
+use nodetool_protocol::run::RunError;
+use nodetool_protocol::value::Value;
 use nodetool_runtime::{CompileRequest, CompiledLookup, CompiledNpmModule, SandboxModuleCatalog};
 use tempfile::TempDir;
+
+mod common;
 
 fn must<T, E: std::fmt::Display>(r: Result<T, E>, what: &str) -> T {
     r.unwrap_or_else(|e| panic!("{what}: {e}"))
@@ -67,8 +72,12 @@ impl World {
     }
 
     fn compile(&self, pack: &str) -> (Report, Vec<Stage>) {
+        self.compile_npm(pack, &format!("{pack}-lib"))
+    }
+
+    fn compile_npm(&self, pack: &str, npm: &str) -> (Report, Vec<Stage>) {
         let dir = self.pack(pack);
-        let npm = format!("{pack}-lib");
+        let npm = npm.to_string();
         let mut stages = Vec::new();
         let report = self.compiler.compile(
             &CompileRequest {
@@ -107,6 +116,22 @@ fn source_of(report: &Report) -> String {
         CompiledNpmModule::Admitted(a) => a.source.to_string(),
         CompiledNpmModule::Refused { code, message } => panic!("refused: {code}: {message}"),
     }
+}
+
+fn warnings(report: &Report) -> Vec<String> {
+    match &report.module {
+        CompiledNpmModule::Admitted(a) => a.warnings.clone(),
+        CompiledNpmModule::Refused { code, message } => panic!("refused: {code}: {message}"),
+    }
+}
+
+/// Runs `body` in a fresh guest with the admitted module served as `lib`.
+fn run_with_lib(report: &Report, body: &str) -> Result<Value, RunError> {
+    common::run_module(&source_of(report), "lib", body)
+}
+
+fn json(text: &str) -> Value {
+    must(serde_json::from_str(text), "parse the expected value")
 }
 
 fn refusal(report: &Report) -> (StatusCode, String) {
@@ -158,7 +183,16 @@ fn the_module_field_wins_and_a_package_without_default_exports_its_names_only() 
     let world = World::new();
     let (report, _) = world.compile("named-only");
     // index.cjs (the `main` field) throws at init; the probe passing proves `module` won.
-    assert_eq!(report.exports, ["answer", "greet"]);
+    // Without a default of its own, the default is the namespace of the named exports.
+    assert_eq!(report.exports, ["answer", "default", "greet"]);
+    let got = run_with_lib(
+        &report,
+        "import lib from \"lib\";\nimport * as ns from \"lib\";\nreturn [typeof lib.greet, lib.answer, lib === ns.default, Object.keys(lib).sort()];",
+    );
+    assert_eq!(
+        got.ok(),
+        Some(json(r#"["function", 42, true, ["answer", "greet"]]"#))
+    );
 }
 
 #[test]
@@ -166,7 +200,13 @@ fn a_commonjs_package_is_admitted_with_its_default() {
     let world = World::new();
     let (report, _) = world.compile("cjs");
     assert_eq!(report.outcome, Outcome::Compiled);
-    assert!(report.exports.iter().any(|e| e == "default"), "{report:#?}");
+    // The default's keys are named exports too, as Node's CommonJS interop offers them.
+    assert_eq!(report.exports, ["default", "shout"]);
+    let got = run_with_lib(
+        &report,
+        "import lib, { shout } from \"lib\";\nreturn [shout(\"a\"), lib.shout === shout];",
+    );
+    assert_eq!(got.ok(), Some(json(r#"["A", true]"#)));
 }
 
 #[test]
@@ -186,7 +226,7 @@ fn a_typeof_guard_is_admitted_with_a_warning() {
         warning.ends_with("; the guest has no such global, so that branch never runs"),
         "{warning}"
     );
-    assert_eq!(report.exports, ["isNode", "platform"]);
+    assert_eq!(report.exports, ["default", "isNode", "platform"]);
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -208,19 +248,208 @@ fn a_node_builtin_import_is_skipped_listing_every_builtin() {
 }
 
 #[test]
-fn a_hard_process_reference_is_a_forbidden_global() {
+fn a_process_read_in_a_function_is_admitted_with_a_warning_and_throws_when_called() {
     let world = World::new();
     let (report, _) = world.compile("process");
-    let (code, message) = refusal(&report);
-    assert_eq!(code, StatusCode::NpmModuleForbiddenGlobal);
+    let warnings = warnings(&report);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
     assert!(
-        message.starts_with("process-lib references process (first at "),
-        "{message}"
+        warnings[0].starts_with("process-lib reads process at ")
+            && warnings[0].ends_with(
+                ", which the guest does not provide; code that reaches it throws a ReferenceError"
+            ),
+        "{warnings:?}"
     );
+    let e = run_with_lib(&report, "import { home } from \"lib\";\nreturn home();").err();
     assert!(
-        message.ends_with("), which the guest does not provide"),
-        "{message}"
+        e.is_some_and(|e| e.message.contains("process is not defined")),
+        "the call must fail"
     );
+}
+
+#[test]
+fn a_builtin_required_only_inside_try_is_an_empty_module_and_the_fallback_runs() {
+    let world = World::new();
+    let (report, _) = world.compile("try");
+    let warnings = warnings(&report);
+    assert_eq!(
+        warnings,
+        [
+            "try-lib requires node:crypto (try-lib/index.js) only inside try; it is an empty module that throws, so the package's own fallback runs"
+        ]
+    );
+    let got = run_with_lib(
+        &report,
+        "import lib from \"lib\";\nreturn [lib.source(), typeof lib.random()];",
+    );
+    assert_eq!(got.ok(), Some(json(r#"["web", "number"]"#)));
+}
+
+#[test]
+fn a_builtin_only_unreachable_code_imports_is_left_out() {
+    let world = World::new();
+    let (report, _) = world.compile("unreachable");
+    assert_eq!(
+        warnings(&report),
+        [
+            "unreachable-lib imports node:fs (unreachable-lib/index.js) only from code its exports never reach; it is left out"
+        ]
+    );
+    let source = source_of(&report);
+    assert!(!source.contains("node:fs"), "{source}");
+    let got = run_with_lib(&report, "import { add } from \"lib\";\nreturn add(2, 3);");
+    assert_eq!(got.ok(), Some(Value::Number(5.0)));
+}
+
+#[test]
+fn a_builtin_required_at_load_is_refused() {
+    let world = World::new();
+    let (report, _) = world.compile("needs");
+    assert_eq!(
+        refusal(&report),
+        (
+            StatusCode::NpmModuleBuiltinImport,
+            "needs-lib imports node:path — a Node builtin needs the host bridge path, which the guest does not have".into()
+        )
+    );
+}
+
+#[test]
+fn the_browser_condition_is_tried_when_the_default_entry_needs_a_builtin() {
+    let world = World::new();
+    let (report, _) = world.compile("browser");
+    assert_eq!(
+        warnings(&report),
+        [
+            "browser-lib's default entry needs node:crypto, so it was bundled with the browser condition"
+        ]
+    );
+    let got = run_with_lib(
+        &report,
+        "import { hash, flavour } from \"lib\";\nreturn [flavour, hash(\"abc\")];",
+    );
+    assert_eq!(got.ok(), Some(json(r#"["browser", "3"]"#)));
+}
+
+#[test]
+fn node_env_is_defined_as_production() {
+    let world = World::new();
+    let (report, _) = world.compile("env");
+    assert_eq!(warnings(&report), Vec::<String>::new());
+    let got = run_with_lib(&report, "import { mode } from \"lib\";\nreturn mode;");
+    assert_eq!(got.ok(), Some(Value::String("production".into())));
+}
+
+#[test]
+fn a_builtin_the_browser_field_maps_to_false_is_an_empty_module() {
+    let world = World::new();
+    let (report, _) = world.compile("nobuiltin");
+    assert_eq!(
+        warnings(&report),
+        [
+            "nobuiltin-lib's default entry needs node:crypto, so it was bundled with the browser condition"
+        ]
+    );
+    let got = run_with_lib(
+        &report,
+        "import lib from \"lib\";\nreturn lib.hasNodeCrypto();",
+    );
+    assert_eq!(got.ok(), Some(Value::Bool(false)));
+}
+
+#[test]
+fn a_default_build_that_fails_the_probe_is_retried_with_the_browser_condition() {
+    let world = World::new();
+    let (report, _) = world.compile("loadfail");
+    let warnings = warnings(&report);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("loadfail-lib was bundled with the browser condition: its default entry does not initialize in the guest (loadfail-lib failed the sandbox admission probe: ReferenceError: setTimeout is not defined"),
+        "{warnings:?}"
+    );
+    let got = run_with_lib(&report, "import lib from \"lib\";\nreturn lib.flavour;");
+    assert_eq!(got.ok(), Some(Value::String("browser".into())));
+    // The cache serves the browser build next time.
+    let (again, stages) = world.compile("loadfail");
+    assert_eq!(again.outcome, Outcome::Cached);
+    assert_eq!(stages, [Stage::Cache]);
+}
+
+#[test]
+fn a_default_build_that_reads_node_globals_gives_way_to_the_browser_build() {
+    let world = World::new();
+    let (report, _) = world.compile("nodeglobal");
+    assert_eq!(
+        warnings(&report),
+        [
+            "nodeglobal-lib was bundled with the browser condition: its default entry reads Node's Buffer"
+        ]
+    );
+    let got = run_with_lib(&report, "import { hex } from \"lib\";\nreturn hex(\"x\");");
+    assert_eq!(got.ok(), Some(Value::String("78".into())));
+}
+
+#[test]
+fn function_mentioned_but_not_called_at_load_is_admitted() {
+    let world = World::new();
+    let (report, _) = world.compile("codegen");
+    let warnings = warnings(&report);
+    assert_eq!(warnings.len(), 1, "{warnings:?}");
+    assert!(
+        warnings[0].starts_with("codegen-lib generates code from a string with Function at "),
+        "{warnings:?}"
+    );
+    let got = run_with_lib(
+        &report,
+        "import { fast, isFn, compile } from \"lib\";\nlet refused = null;\ntry { compile(\"return x\"); } catch (e) { refused = e.name; }\nreturn [fast(), isFn(() => 1), refused];",
+    );
+    assert_eq!(got.ok(), Some(json(r#"[false, true, "EvalError"]"#)));
+}
+
+#[test]
+fn a_subpath_entry_resolves_through_the_exports_map() {
+    let world = World::new();
+    let (report, _) = world.compile_npm("sub", "sub-lib/sync");
+    assert_eq!(report.outcome, Outcome::Compiled, "{report:#?}");
+    let got = run_with_lib(
+        &report,
+        "import { parse } from \"lib\";\nreturn parse(\"a,b\");",
+    );
+    assert_eq!(got.ok(), Some(json(r#"["a", "b"]"#)));
+    // A subpath the map does not export is unresolved.
+    let (report, _) = world.compile_npm("sub", "sub-lib/missing");
+    assert_eq!(refusal(&report).0, StatusCode::NpmModuleUnresolved);
+}
+
+#[test]
+fn the_same_library_from_two_roots_has_one_digest() {
+    let world = World::new();
+    let (near, _) = world.compile("cjs");
+    // Another root where node_modules sits three levels above the pack, not two.
+    let other = must(tempfile::tempdir(), "create a temp dir");
+    let pack = other.path().join("deep/packs/@scope/cjs");
+    copy_dir(&world.pack("cjs"), &pack);
+    copy_dir(
+        &world.root().join("node_modules/cjs-lib"),
+        &other.path().join("deep/node_modules/cjs-lib"),
+    );
+    let report = world.compiler.compile(
+        &CompileRequest {
+            pack_name: "@fixture/cjs",
+            pack_dir: &pack,
+            npm: "cjs-lib",
+        },
+        &mut |_| {},
+    );
+    let (CompiledNpmModule::Admitted(a), CompiledNpmModule::Admitted(b)) =
+        (&near.module, &report.module)
+    else {
+        panic!("not both admitted: {near:#?} {report:#?}");
+    };
+    assert!(!a.source.contains("node_modules"), "{}", a.source);
+    assert_eq!(a.source, b.source);
+    assert_eq!(a.inputs_digest, b.inputs_digest);
+    assert_eq!(a.options_digest, b.options_digest);
 }
 
 #[test]
@@ -396,7 +625,7 @@ fn a_shadowing_copy_invalidates() {
         "a new shadowing copy must miss"
     );
     let (report, _) = world.compile("clean");
-    assert_eq!(report.exports, ["shadowed"]);
+    assert_eq!(report.exports, ["default", "shadowed"]);
 }
 
 #[test]
@@ -519,6 +748,37 @@ fn discovery_reads_admitted_and_refused_modules_from_the_cache() {
     let resolution = catalog.resolve_for_execution(&[Declaration::of("@fixture/clean")]);
     assert_eq!(resolution.modules.len(), 1, "{resolution:#?}");
     assert_eq!(resolution.modules[0].module_id, "npm:clean-lib");
+    // Importing a skipped module is module-unavailable with the skip's code and reason.
+    let resolution = catalog.resolve_for_execution(&[Declaration::of("@fixture/builtin")]);
+    let outcome = Sandbox::new().run(RunRequest {
+        code: "import { read } from \"@fixture/builtin\";\nreturn read(\"x\");",
+        resolution: &resolution,
+        inputs: &Value::Null,
+        limits: RunLimits::STANDARD,
+        capabilities: Capabilities::default(),
+        dispatchers: Dispatchers::default(),
+        cancel: None,
+    });
+    let e = outcome.result.err();
+    assert_eq!(
+        e.as_ref().map(|e| (e.code, e.message.as_str())),
+        Some((
+            nodetool_protocol::run::RunErrorCode::ModuleUnavailable,
+            "Sandbox module @fixture/builtin is not available for execution: the compiler skipped npm module builtin-lib (npm-module-builtin-import): builtin-lib imports node:fs, node:path — a Node builtin needs the host bridge path, which the guest does not have"
+        )),
+        "{e:?}"
+    );
+    // One not compiled yet says so.
+    let resolution = catalog.resolve_for_execution(&[Declaration::of("@fixture/throws")]);
+    assert!(
+        resolution
+            .statuses
+            .iter()
+            .any(|s| s.code == StatusCode::ModuleUnavailable
+                && s.message
+                    .ends_with("npm module throws-lib has no admitted compiled artifact")),
+        "{resolution:#?}"
+    );
 }
 
 #[test]

@@ -13,8 +13,8 @@ use nodetool_protocol::catalog::{
 use nodetool_protocol::host::host_module;
 use nodetool_runtime::{CompiledLookup, DeliveryFuture, SandboxModuleCatalog};
 
-use crate::digest::sha256_hex;
 use crate::pack::{ModuleState, PackDiscovery, PackOutcome, discover_pack};
+use nodetool_protocol::hex::sha256_hex;
 
 /// Where a search root sits in the order of precedence.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -22,8 +22,9 @@ pub enum RootKind {
     /// A root packs are installed into (`--packs`, `NODETOOL_PACKS_PATH`, the installed root).
     /// One package name in two installed locations is a `duplicate-pack` error.
     Installed,
-    /// The packs shipped with NodeTool. Searched last; an installed pack of the same name
-    /// shadows a shipped one without a diagnostic.
+    /// The packs shipped with NodeTool. Searched last; an installed pack of the same name is
+    /// used instead of a shipped one, and says so (`shipped-pack-shadowed`, a warning), so the
+    /// operator's own copy (a fix, a development build) works and is never silent.
     Shipped,
 }
 
@@ -50,6 +51,8 @@ pub struct DiscoveryOptions<'a> {
 pub struct DiscoveredCatalog {
     packs: Vec<PackDiscovery>,
     trusted: Vec<bool>,
+    /// Per pack: whether it came from the shipped root (its consent identity says so).
+    shipped: Vec<bool>,
     by_pack_name: HashMap<String, usize>,
     /// Exact specifier to (pack, module) for every module that may resolve.
     by_specifier: HashMap<String, (usize, usize)>,
@@ -108,6 +111,7 @@ pub fn discover_catalog(roots: &[SearchRoot], options: &DiscoveryOptions<'_>) ->
     }
 
     let mut packs = Vec::new();
+    let mut shipped = Vec::new();
     for (name, mut places) in found {
         let installed = places
             .iter()
@@ -149,12 +153,29 @@ pub fn discover_catalog(roots: &[SearchRoot], options: &DiscoveryOptions<'_>) ->
         };
         if let Some(chosen) = winner.map(|i| places.swap_remove(i)) {
             diagnostics.extend(chosen.statuses);
+            if chosen.kind == RootKind::Installed
+                && let Some(set_aside) = places.iter().find(|p| p.kind == RootKind::Shipped)
+            {
+                diagnostics.push(Status {
+                    pack_name: name.clone(),
+                    specifier: None,
+                    status: StatusLevel::Warning,
+                    code: StatusCode::ShippedPackShadowed,
+                    message: format!(
+                        "{name} from {} is used instead of the pack of that name shipped with NodeTool ({}); consent given to the shipped pack does not carry over to it.",
+                        chosen.label, set_aside.label
+                    ),
+                });
+            }
             if let Some(pack) = chosen.pack {
                 packs.push(pack);
+                shipped.push(chosen.kind == RootKind::Shipped);
             }
         }
     }
-    DiscoveredCatalog::build(packs, diagnostics, options.trusted_packs)
+    let mut catalog = DiscoveredCatalog::build(packs, diagnostics, options.trusted_packs);
+    catalog.shipped = shipped;
+    catalog
 }
 
 struct Found {
@@ -351,6 +372,7 @@ impl DiscoveredCatalog {
             .map(|(i, p)| (p.name.clone(), i))
             .collect();
         DiscoveredCatalog {
+            shipped: vec![false; packs.len()],
             packs,
             trusted: trusted_flags,
             by_pack_name,
@@ -366,6 +388,33 @@ impl DiscoveredCatalog {
     /// the rest and change nothing that resolves.
     pub fn add_diagnostics(&mut self, statuses: impl IntoIterator<Item = Status>) {
         self.diagnostics.extend(statuses);
+    }
+
+    /// Every pack, as consent identifies it: `(name, from the shipped root, graph digest)`
+    /// ([`crate::trust::identities`]).
+    pub fn pack_origins(&self) -> impl Iterator<Item = (&str, bool, &str)> {
+        self.packs
+            .iter()
+            .zip(&self.shipped)
+            .map(|(p, &shipped)| (p.name.as_str(), shipped, p.graph_digest.as_str()))
+    }
+
+    /// Takes the trust of the pack named `pack_name` away (its consent was given to another
+    /// identity: [`crate::trust::apply_consent`]). Trust is never granted after the build.
+    pub fn withhold_trust(&mut self, pack_name: &str) {
+        if let Some(&i) = self.by_pack_name.get(pack_name) {
+            self.trusted[i] = false;
+        }
+    }
+
+    /// The names of the packs this catalog trusts (a CodeAct session's default allowlist).
+    pub fn trusted_packs(&self) -> BTreeSet<String> {
+        self.packs
+            .iter()
+            .zip(&self.trusted)
+            .filter(|(_, t)| **t)
+            .map(|(p, _)| p.name.clone())
+            .collect()
     }
 
     fn graph_file(pack: &PackDiscovery, id: &str) -> Option<GraphFile> {

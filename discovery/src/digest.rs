@@ -17,20 +17,9 @@
 //!   compiled artifact's identity.
 
 use serde::Serialize;
-use sha2::{Digest as _, Sha256};
 
+use nodetool_protocol::hex::sha256_hex;
 use nodetool_protocol::manifest::ManifestModule;
-
-/// Lowercase hex SHA-256 of `bytes`.
-pub fn sha256_hex(bytes: &[u8]) -> String {
-    let digest = Sha256::digest(bytes);
-    let mut out = String::with_capacity(64);
-    for b in digest {
-        out.push(char::from(b"0123456789abcdef"[usize::from(b >> 4)]));
-        out.push(char::from(b"0123456789abcdef"[usize::from(b & 15)]));
-    }
-    out
-}
 
 fn digest_of<T: Serialize>(document: &T) -> String {
     // Serializing plain structs of strings, bools and vectors cannot fail.

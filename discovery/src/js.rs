@@ -2,12 +2,14 @@
 //! sources, and refuse dynamic `import()` and `require()`. Nothing is ever executed.
 
 use oxc::allocator::Allocator;
-use oxc::ast::ast::{CallExpression, Expression, ImportExpression, Statement};
-use oxc::ast_visit::{VisitJs, walk_js};
 use oxc::parser::Parser;
 use oxc::span::SourceType;
 
+use nodetool_jssource::dynamic::{DynamicLoadKind, dynamic_loads};
+use nodetool_jssource::imports::static_requests;
 use nodetool_protocol::catalog::StatusCode;
+
+use nodetool_jssource::position::position;
 
 /// One static import (`import … from`, `export … from`, `import "…"`).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,73 +55,36 @@ pub(crate) fn scan_module(source: &str) -> Result<Vec<StaticImport>, Vec<ScanErr
     }
 
     let mut imports = Vec::new();
-    for statement in &parsed.program.body {
-        let literal = match statement {
-            Statement::ImportDeclaration(d) => Some(&d.source),
-            Statement::ExportFromDeclaration(d) => Some(&d.source),
-            Statement::ExportAllDeclaration(d) => Some(&d.source),
-            _ => None,
-        };
-        if let Some(literal) = literal {
-            let (line, column) = position(source, literal.span.start);
-            imports.push(StaticImport {
-                source: literal.value.to_string(),
-                line,
-                column,
-            });
-        }
+    for (_, literal) in static_requests(&parsed.program) {
+        let (line, column) = position(source, literal.span.start);
+        imports.push(StaticImport {
+            source: literal.value.to_string(),
+            line,
+            column,
+        });
     }
 
-    let mut finder = Forbidden {
-        source,
-        errors: Vec::new(),
-    };
-    finder.visit_program(&parsed.program);
-    if finder.errors.is_empty() {
+    let errors: Vec<ScanError> = dynamic_loads(&parsed.program)
+        .into_iter()
+        .map(|load| {
+            let (line, column) = position(source, load.offset);
+            match load.kind {
+                DynamicLoadKind::Import => ScanError {
+                    code: StatusCode::DynamicImport,
+                    message: format!("dynamic import() is not allowed (at {line}:{column})"),
+                },
+                DynamicLoadKind::Require => ScanError {
+                    code: StatusCode::RequireCall,
+                    message: format!("require() is not allowed (at {line}:{column})"),
+                },
+            }
+        })
+        .collect();
+    if errors.is_empty() {
         Ok(imports)
     } else {
-        Err(finder.errors)
+        Err(errors)
     }
-}
-
-struct Forbidden<'s> {
-    source: &'s str,
-    errors: Vec<ScanError>,
-}
-
-impl<'a> VisitJs<'a> for Forbidden<'_> {
-    fn visit_import_expression(&mut self, it: &ImportExpression<'a>) {
-        let (line, column) = position(self.source, it.span.start);
-        self.errors.push(ScanError {
-            code: StatusCode::DynamicImport,
-            message: format!("dynamic import() is not allowed (at {line}:{column})"),
-        });
-        walk_js::walk_import_expression(self, it);
-    }
-
-    fn visit_call_expression(&mut self, it: &CallExpression<'a>) {
-        if matches!(&it.callee, Expression::Identifier(id) if id.name == "require") {
-            let (line, column) = position(self.source, it.span.start);
-            self.errors.push(ScanError {
-                code: StatusCode::RequireCall,
-                message: format!("require() is not allowed (at {line}:{column})"),
-            });
-        }
-        walk_js::walk_call_expression(self, it);
-    }
-}
-
-/// 1-based line and column (in characters) of a byte offset.
-pub(crate) fn position(source: &str, offset: u32) -> (u32, u32) {
-    let offset = (offset as usize).min(source.len());
-    let before = source.get(..offset).unwrap_or(source);
-    let line = before.matches('\n').count() + 1;
-    let line_start = before.rfind('\n').map_or(0, |i| i + 1);
-    let column = before[line_start..].chars().count() + 1;
-    (
-        u32::try_from(line).unwrap_or(u32::MAX),
-        u32::try_from(column).unwrap_or(u32::MAX),
-    )
 }
 
 #[cfg(test)]

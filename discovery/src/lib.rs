@@ -30,6 +30,7 @@
 //!
 //! [`Status`]: nodetool_protocol::catalog::Status
 
+pub mod atomic;
 mod catalog;
 pub mod digest;
 mod files;

@@ -22,10 +22,11 @@ use nodetool_runtime::{CompileRequest, CompiledArtifact, CompiledLookup, Compile
 
 use crate::digest::{
     DigestCompiled, DigestEntry, DigestFacade, ModuleDigestInput, module_digest, pack_digest,
-    sha256_hex,
 };
 use crate::files::{FileError, check_pack_file, read_capped, read_pack_metadata_file};
 use crate::js::scan_module;
+use nodetool_jssource::relative::{is_relative, join_relative, relative_candidates};
+use nodetool_protocol::hex::sha256_hex;
 use nodetool_runtime::wasm_contract::check_wasm;
 
 /// A file of a pack's sandbox graph.
@@ -189,6 +190,17 @@ struct Declared {
     wasm: bool,
 }
 
+impl Declared {
+    /// The byte cap of the file: a WASM binary's, or an authored JavaScript file's.
+    fn cap(&self) -> u64 {
+        if self.wasm {
+            WASM_BYTES
+        } else {
+            AUTHORED_JS_BYTES
+        }
+    }
+}
+
 /// Discovers the pack in `dir`. `label` names the directory in diagnostics when package.json
 /// cannot give a name (e.g. `node_modules/@acme/geo`); it is chosen by the caller so no
 /// absolute path has to appear.
@@ -265,6 +277,57 @@ pub fn discover_pack(dir: &Path, label: &str, compiled: &dyn CompiledLookup) -> 
     }
 }
 
+/// Every declared file, with who declares it.
+fn declared_files(manifest: &SandboxManifest, specifiers: &[String]) -> BTreeMap<String, Declared> {
+    let mut declared: BTreeMap<String, Declared> = BTreeMap::new();
+    for (m, specifier) in manifest.modules.iter().zip(specifiers) {
+        if let Some(file) = m.source.file() {
+            let wasm = matches!(m.source, ModuleSource::Wasm { .. });
+            declared.insert(
+                file.to_string(),
+                Declared {
+                    specifier: Some(specifier.clone()),
+                    internal: false,
+                    wasm,
+                },
+            );
+        }
+    }
+    for file in &manifest.internal {
+        declared.insert(
+            file.clone(),
+            Declared {
+                specifier: None,
+                internal: true,
+                wasm: false,
+            },
+        );
+    }
+    declared
+}
+
+/// The admitted npm artifacts as pack files (`npm:<name>`).
+fn add_npm_files(
+    files: &mut BTreeMap<String, PackFile>,
+    artifacts: &BTreeMap<String, CompiledArtifact>,
+) {
+    for (npm, artifact) in artifacts {
+        let id = npm_module_id(npm);
+        files.insert(
+            id.clone(),
+            PackFile {
+                id,
+                internal: false,
+                dependencies: Vec::new(),
+                sha256: sha256_hex(artifact.source.as_bytes()),
+                content: FileContent::Js {
+                    source: Arc::clone(&artifact.source),
+                },
+            },
+        );
+    }
+}
+
 fn describe_file_error(id: &str, e: &FileError, cap: u64) -> String {
     match e {
         FileError::Unreadable(why) => why.clone(),
@@ -284,7 +347,31 @@ struct Discovery<'a> {
     version: Option<&'a str>,
 }
 
+/// What sizing the declared files found: the bytes they add up to, and the ids under their
+/// caps (to be read).
+struct Sized {
+    total: u64,
+    readable: Vec<String>,
+}
+
+/// What the compiler answered for the pack's npm entries.
+#[derive(Default)]
+struct NpmEntries {
+    /// Admitted artifacts, by npm name.
+    artifacts: BTreeMap<String, CompiledArtifact>,
+    /// Why an npm entry has no artifact: its skip code and message, for the import error.
+    skips: BTreeMap<String, (StatusCode, String)>,
+    /// One status per entry (and its warnings).
+    statuses: Vec<Status>,
+    /// The admitted artifacts' bytes, counted in the pack cap.
+    bytes: u64,
+}
+
 impl<'a> Discovery<'a> {
+    /// One pack's discovery, phase by phase: what is declared, the sizes (so the pack cap holds
+    /// before anything large is read), the compiler's answers for npm entries, the reads and
+    /// checks of every file, the WASM contracts and host pins, cycles, then the modules and
+    /// the digest. Any problem withholds the whole pack.
     fn run(
         root: &'a Path,
         name: &'a str,
@@ -301,42 +388,47 @@ impl<'a> Discovery<'a> {
                 normalize_specifier(name, &m.name).unwrap_or_else(|_| format!("{name}/{}", m.name))
             })
             .collect();
-
-        // Every declared file, with who declares it.
-        let mut declared: BTreeMap<String, Declared> = BTreeMap::new();
-        for (m, specifier) in manifest.modules.iter().zip(&specifiers) {
-            if let Some(file) = m.source.file() {
-                let wasm = matches!(m.source, ModuleSource::Wasm { .. });
-                declared.insert(
-                    file.to_string(),
-                    Declared {
-                        specifier: Some(specifier.clone()),
-                        internal: false,
-                        wasm,
-                    },
-                );
-            }
+        let declared = declared_files(manifest, &specifiers);
+        let sized = d.size_files(root, &declared, problems);
+        let npm = d.compile_npm_entries(root, manifest, &specifiers, compiled);
+        let total = sized.total + npm.bytes;
+        if total > PACK_BYTES {
+            problems.add(
+                StatusCode::PackTooLarge,
+                None,
+                format!("sandbox files total {total} bytes, over the {PACK_BYTES} byte pack cap"),
+            );
+            return None;
         }
-        for file in &manifest.internal {
-            declared.insert(
-                file.clone(),
-                Declared {
-                    specifier: None,
-                    internal: true,
-                    wasm: false,
-                },
+        let mut files = d.read_files(root, &sized.readable, &declared, problems);
+        add_npm_files(&mut files, &npm.artifacts);
+        d.check_contracts_and_pins(manifest, &specifiers, &files, problems);
+        if let Some(cycle) = find_cycle(&files) {
+            problems.add(
+                StatusCode::ModuleCycle,
+                None,
+                format!("module cycle: {}", cycle.join(" -> ")),
             );
         }
+        if !problems.list.is_empty() {
+            return None;
+        }
+        Some(d.assemble(root, manifest, &specifiers, files, npm))
+    }
 
-        // Sizes first, so the pack cap holds before anything large is read.
-        let mut total: u64 = 0;
-        let mut readable = Vec::new();
-        for (id, decl) in &declared {
-            let cap = if decl.wasm {
-                WASM_BYTES
-            } else {
-                AUTHORED_JS_BYTES
-            };
+    /// Each declared file's size, checked against its cap; the ids under their caps.
+    fn size_files(
+        &self,
+        root: &Path,
+        declared: &BTreeMap<String, Declared>,
+        problems: &mut Problems<'_>,
+    ) -> Sized {
+        let mut sized = Sized {
+            total: 0,
+            readable: Vec::new(),
+        };
+        for (id, decl) in declared {
+            let cap = decl.cap();
             match check_pack_file(root, id) {
                 Ok(size) if size > cap => {
                     let what = if decl.wasm {
@@ -351,17 +443,26 @@ impl<'a> Discovery<'a> {
                     );
                 }
                 Ok(size) => {
-                    total += size;
-                    readable.push(id.clone());
+                    sized.total += size;
+                    sized.readable.push(id.clone());
                 }
-                Err(e) => d.file_problem(problems, decl.specifier.as_deref(), id, &e, cap),
+                Err(e) => self.file_problem(problems, decl.specifier.as_deref(), id, &e, cap),
             }
         }
+        sized
+    }
 
-        // npm entries: ask whoever compiles them.
-        let mut npm_artifacts: BTreeMap<String, CompiledArtifact> = BTreeMap::new();
-        let mut statuses = Vec::new();
-        for (m, specifier) in manifest.modules.iter().zip(&specifiers) {
+    /// Asks whoever compiles npm entries for each one's artifact.
+    fn compile_npm_entries(
+        &self,
+        root: &Path,
+        manifest: &SandboxManifest,
+        specifiers: &[String],
+        compiled: &dyn CompiledLookup,
+    ) -> NpmEntries {
+        let name = self.name;
+        let mut npm_entries = NpmEntries::default();
+        for (m, specifier) in manifest.modules.iter().zip(specifiers) {
             let ModuleSource::JsNpm { npm } = &m.source else {
                 continue;
             };
@@ -377,6 +478,7 @@ impl<'a> Discovery<'a> {
                 code,
                 message: format!("{name}: {message}"),
             };
+            let statuses = &mut npm_entries.statuses;
             match compiled.lookup(&request) {
                 None => statuses.push(status(
                     StatusLevel::Skipped,
@@ -385,6 +487,7 @@ impl<'a> Discovery<'a> {
                 )),
                 Some(CompiledNpmModule::Refused { code, message }) => {
                     // The compiler's messages already name the dependency.
+                    npm_entries.skips.insert(npm.clone(), (code, message.clone()));
                     statuses.push(status(StatusLevel::Skipped, code, message));
                 }
                 Some(CompiledNpmModule::Admitted(artifact)) => {
@@ -397,7 +500,7 @@ impl<'a> Discovery<'a> {
                         ));
                         continue;
                     }
-                    total += size;
+                    npm_entries.bytes += size;
                     for w in &artifact.warnings {
                         statuses.push(status(StatusLevel::Warning, StatusCode::NpmModuleWarning, format!("npm module {npm}: {w}")));
                     }
@@ -406,35 +509,32 @@ impl<'a> Discovery<'a> {
                         StatusCode::NpmModuleCompiled,
                         format!("npm module {npm} compiled to {size} bytes"),
                     ));
-                    npm_artifacts.insert(npm.clone(), artifact);
+                    npm_entries.artifacts.insert(npm.clone(), artifact);
                 }
             }
         }
+        npm_entries
+    }
 
-        if total > PACK_BYTES {
-            problems.add(
-                StatusCode::PackTooLarge,
-                None,
-                format!("sandbox files total {total} bytes, over the {PACK_BYTES} byte pack cap"),
-            );
-            return None;
-        }
-
-        // Read and check every readable file.
+    /// Reads and checks every readable file: bytes under the cap, JavaScript as UTF-8 with
+    /// its relative imports checked.
+    fn read_files(
+        &self,
+        root: &Path,
+        readable: &[String],
+        declared: &BTreeMap<String, Declared>,
+        problems: &mut Problems<'_>,
+    ) -> BTreeMap<String, PackFile> {
         let mut files: BTreeMap<String, PackFile> = BTreeMap::new();
-        for id in &readable {
+        for id in readable {
             let Some(decl) = declared.get(id) else {
                 continue;
             };
-            let cap = if decl.wasm {
-                WASM_BYTES
-            } else {
-                AUTHORED_JS_BYTES
-            };
+            let cap = decl.cap();
             let bytes = match read_capped(root, id, cap) {
                 Ok(bytes) => bytes,
                 Err(e) => {
-                    d.file_problem(problems, decl.specifier.as_deref(), id, &e, cap);
+                    self.file_problem(problems, decl.specifier.as_deref(), id, &e, cap);
                     continue;
                 }
             };
@@ -455,8 +555,13 @@ impl<'a> Discovery<'a> {
                     );
                     continue;
                 };
-                let dependencies =
-                    d.js_dependencies(problems, decl.specifier.as_deref(), id, &source, &declared);
+                let dependencies = self.js_dependencies(
+                    problems,
+                    decl.specifier.as_deref(),
+                    id,
+                    &source,
+                    declared,
+                );
                 (
                     FileContent::Js {
                         source: source.into(),
@@ -475,24 +580,20 @@ impl<'a> Discovery<'a> {
                 },
             );
         }
-        for (npm, artifact) in &npm_artifacts {
-            let id = npm_module_id(npm);
-            files.insert(
-                id.clone(),
-                PackFile {
-                    id,
-                    internal: false,
-                    dependencies: Vec::new(),
-                    sha256: sha256_hex(artifact.source.as_bytes()),
-                    content: FileContent::Js {
-                        source: Arc::clone(&artifact.source),
-                    },
-                },
-            );
-        }
+        files
+    }
 
-        // WASM contracts and host pins.
-        for (m, specifier) in manifest.modules.iter().zip(&specifiers) {
+    /// Every WASM module against its declared contract, and every host id against the
+    /// registry's pin.
+    fn check_contracts_and_pins(
+        &self,
+        manifest: &SandboxManifest,
+        specifiers: &[String],
+        files: &BTreeMap<String, PackFile>,
+        problems: &mut Problems<'_>,
+    ) {
+        let name = self.name;
+        for (m, specifier) in manifest.modules.iter().zip(specifiers) {
             match &m.source {
                 ModuleSource::Wasm { file, contract } => {
                     if let Some(PackFile {
@@ -525,29 +626,41 @@ impl<'a> Discovery<'a> {
                 ModuleSource::JsFile { .. } | ModuleSource::JsNpm { .. } => {}
             }
         }
+    }
 
-        if let Some(cycle) = find_cycle(&files) {
-            problems.add(
-                StatusCode::ModuleCycle,
-                None,
-                format!("module cycle: {}", cycle.join(" -> ")),
-            );
-        }
-        if !problems.list.is_empty() {
-            return None;
-        }
-
+    /// The discovered pack: its modules (a skipped npm entry saying why), its graph digest,
+    /// its SKILL.md and every status.
+    fn assemble(
+        &self,
+        root: &Path,
+        manifest: &SandboxManifest,
+        specifiers: &[String],
+        files: BTreeMap<String, PackFile>,
+        npm: NpmEntries,
+    ) -> PackDiscovery {
+        let (name, version) = (self.name, self.version);
         let modules = manifest
             .modules
             .iter()
-            .zip(&specifiers)
-            .map(|(m, specifier)| d.module(m, specifier, &files, &npm_artifacts))
+            .zip(specifiers)
+            .map(|(m, specifier)| {
+                let mut module = self.module(m, specifier, &files, &npm.artifacts);
+                // A skipped npm entry says why when a body imports it.
+                if let (ModuleSource::JsNpm { npm: entry }, ModuleState::Unavailable(why)) =
+                    (&m.source, &mut module.state)
+                    && let Some((code, message)) = npm.skips.get(entry)
+                {
+                    *why = format!("the compiler skipped npm module {entry} ({code}): {message}");
+                }
+                module
+            })
             .collect();
-        let compiled_identity: Vec<DigestCompiled<'_>> = npm_artifacts
+        let compiled_identity: Vec<DigestCompiled<'_>> = npm
+            .artifacts
             .iter()
-            .map(|(npm, a)| (npm, a, files.get(&npm_module_id(npm))))
-            .map(|(npm, a, file)| DigestCompiled {
-                id: npm,
+            .map(|(entry, a)| (entry, a, files.get(&npm_module_id(entry))))
+            .map(|(entry, a, file)| DigestCompiled {
+                id: entry,
                 compiler_version: &a.compiler_version,
                 options_digest: &a.options_digest,
                 inputs_digest: &a.inputs_digest,
@@ -567,8 +680,9 @@ impl<'a> Discovery<'a> {
             compiled_identity,
         );
         let (skill, skill_status) = read_skill(root, name);
+        let mut statuses = npm.statuses;
         statuses.extend(skill_status);
-        Some(PackDiscovery {
+        PackDiscovery {
             name: name.to_string(),
             version: version.map(str::to_string),
             graph_digest,
@@ -576,7 +690,7 @@ impl<'a> Discovery<'a> {
             modules,
             statuses,
             skill,
-        })
+        }
     }
 
     fn file_problem(
@@ -622,7 +736,7 @@ impl<'a> Discovery<'a> {
         for import in imports {
             let at = format!("{id}:{}:{}", import.line, import.column);
             let request = &import.source;
-            if !(request.starts_with("./") || request.starts_with("../")) {
+            if !is_relative(request) {
                 problems.add(
                     StatusCode::ImportOutsidePack,
                     specifier,
@@ -802,32 +916,6 @@ impl<'a> Discovery<'a> {
 /// The graph id of a compiled npm bundle.
 pub(crate) fn npm_module_id(npm: &str) -> String {
     format!("npm:{npm}")
-}
-
-/// Joins a relative request onto the importing file's directory, or `None` when it climbs out
-/// of the package.
-pub(crate) fn join_relative(importer: &str, request: &str) -> Option<String> {
-    let mut segments: Vec<&str> = importer.split('/').collect();
-    segments.pop();
-    for part in request.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                segments.pop()?;
-            }
-            p => segments.push(p),
-        }
-    }
-    (!segments.is_empty()).then(|| segments.join("/"))
-}
-
-/// The files a relative import may land on, in the order the guest loader tries them.
-pub(crate) fn relative_candidates(target: &str) -> [String; 3] {
-    [
-        target.to_string(),
-        format!("{target}.js"),
-        format!("{target}/index.js"),
-    ]
 }
 
 fn reachable_from(entry: &str, files: &BTreeMap<String, PackFile>) -> Vec<String> {

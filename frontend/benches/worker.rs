@@ -69,7 +69,13 @@ fn us(d: Duration) -> f64 {
 }
 
 /// Measures `a` and `b` interleaved in rounds, so both see the same machine.
-fn side_by_side(label: &str, budget: Duration, mut a: impl FnMut(), mut b: impl FnMut()) {
+fn side_by_side(
+    label: &str,
+    names: (&str, &str),
+    budget: Duration,
+    mut a: impl FnMut(),
+    mut b: impl FnMut(),
+) {
     let rounds = 5;
     let mut am = Vec::new();
     let mut bm = Vec::new();
@@ -84,9 +90,11 @@ fn side_by_side(label: &str, budget: Duration, mut a: impl FnMut(), mut b: impl 
     let (a_med, a_p95, a_n) = pick(&mut am);
     let (b_med, b_p95, b_n) = pick(&mut bm);
     println!(
-        "{label}: in process median {:.1} µs (p95 {:.1}, n={a_n}); worker pool median {:.1} µs (p95 {:.1}, n={b_n}); ratio {:.2}x",
+        "{label}: {} median {:.1} µs (p95 {:.1}, n={a_n}); {} median {:.1} µs (p95 {:.1}, n={b_n}); ratio {:.2}x",
+        names.0,
         us(a_med),
         us(a_p95),
+        names.1,
         us(b_med),
         us(b_p95),
         b_med.as_secs_f64() / a_med.as_secs_f64()
@@ -132,6 +140,7 @@ fn main() {
     );
     side_by_side(
         "trivial run (`return 1 + 1`)",
+        ("in process", "worker pool"),
         budget,
         || {
             run(&in_process, "return 1 + 1", &empty, limits);
@@ -164,6 +173,7 @@ fn main() {
         };
         side_by_side(
             "js-yaml import + load() of a 17-line document",
+            ("in process", "worker pool"),
             budget,
             || {
                 run(&in_process, YAML_BODY, &resolution, limits);
@@ -175,6 +185,25 @@ fn main() {
     } else {
         println!("js-yaml: skipped (set NODETOOL_BENCH_JS_YAML)");
     }
+
+    // What confinement (the seccomp filter on every system call, Landlock) costs a run: the
+    // same pool with and without it.
+    let mut unconfined_options = WorkerOptions::standard(program.clone(), 1);
+    unconfined_options.confine = false;
+    let unconfined =
+        Runner::start(Isolation::Workers(unconfined_options)).unwrap_or_else(|e| panic!("{e}"));
+    side_by_side(
+        "trivial run (`return 1 + 1`), confinement",
+        ("unconfined worker", "confined worker"),
+        budget,
+        || {
+            run(&unconfined, "return 1 + 1", &empty, limits);
+        },
+        || {
+            run(&pool, "return 1 + 1", &empty, limits);
+        },
+    );
+    drop(unconfined);
 
     // Respawn after a kill: a stuck body, 1 ms deadline, no grace.
     let mut options = WorkerOptions::standard(program, 1);

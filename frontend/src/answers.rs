@@ -5,7 +5,7 @@
 //! `GET /api/packs/sandbox-modules` with [`packs_list_json`]: one shape each, built once.
 
 use nodetool_guest::RunOutcome;
-use nodetool_guest::validate::{Issue, Severity};
+use nodetool_jssource::validate::{Issue, Severity};
 use nodetool_protocol::catalog::StatusCode;
 use nodetool_runtime::SandboxModuleCatalog;
 use serde_json::{Value as Json, json};
@@ -78,9 +78,13 @@ pub fn advice(code: StatusCode) -> &'static str {
         PendingCompile => "Run `nodetool packs compile` to build the npm module.",
         NpmModuleCompiled => "Nothing to do.",
         NpmModuleWarning => "Check that the module works without the feature-detected global.",
+        // The library is not where the pack's directory resolves it: not installed, or not
+        // a dependency of the pack. Nothing says it cannot run.
+        NpmModuleUnresolved => {
+            "Add the library to the pack's `dependencies` and install it in the pack's directory (`npm install --ignore-scripts`), then run `nodetool packs compile`."
+        }
         NpmModuleTooLarge
         | NpmModuleBuiltinImport
-        | NpmModuleUnresolved
         | NpmModuleBundleFailed
         | NpmModuleForbiddenGlobal
         | NpmModuleScanRejected
@@ -92,6 +96,15 @@ pub fn advice(code: StatusCode) -> &'static str {
         }
         HostLibraryMissing => {
             "Install what the message names on the host that runs the sandbox; the module resolves meanwhile, but its calls fail."
+        }
+        ShippedPackShadowed => {
+            "Uninstall the installed copy to use the pack shipped with NodeTool again; keep it only if you installed it on purpose (`packs install --allow-reserved-name`)."
+        }
+        ConsentIdentityChanged => {
+            "Review the pack now installed, then `nodetool packs allow NAME` trusts it as it is now; until then it is untrusted."
+        }
+        ConsentIdentityUnrecorded => {
+            "Run `nodetool packs allow NAME` to record the identity of the pack you trust; a pack whose identity then changes loses its trust."
         }
         ModuleNotFound | ModuleUnavailable | VersionMismatch | ContentDigestMismatch => {
             "Check the workflow's imports against `nodetool packs list`."

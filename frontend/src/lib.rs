@@ -11,9 +11,11 @@
 //! rebuild).
 //!
 //! Architecture invariant: it reads no environment variable and no global configuration (the
-//! front end passes what it read in), and no answer it builds for a remote client carries a
+//! front end passes what it read in, as [`search::Environment`]; the one exception is the
+//! sandbox worker's debug-build test switch, `NODETOOL_TEST_UNCONFINABLE`), and no answer it builds for a remote client carries a
 //! filesystem path unless the caller chose path labels. It sits above every engine crate and
-//! below `cli` and `server`; nothing else depends on it.
+//! below `cli` and `server` (and `xtask`, which drives the runner for the browser fixtures and
+//! the benches); no engine crate depends on it.
 
 pub mod answers;
 pub mod fetch;

@@ -5,11 +5,11 @@
 use std::sync::{Arc, OnceLock};
 use std::time::Duration;
 
-use nodetool_guest::validate::{BodyAnalysis, GraphError, Issue, Severity};
 use nodetool_guest::{
     BodyImport, CancelToken, Capabilities, Dispatchers, RunLimits, RunOutcome, RunRequest, Sandbox,
     body_imports,
 };
+use nodetool_jssource::validate::{BodyAnalysis, GraphError, Issue, IssueCode, Severity};
 use nodetool_protocol::catalog::{Declaration, Resolution, ResolvedKind, StatusCode, StatusLevel};
 use nodetool_protocol::run::{RunError, RunErrorCode};
 use nodetool_protocol::value::Value;
@@ -80,7 +80,7 @@ impl Engines {
     /// declared, the WASM host's (compiling and re-validating each binary before first use).
     pub fn dispatchers(&self, resolution: &Resolution) -> Result<Dispatchers, RunError> {
         let host = nodetool_host_modules::HostDispatcher::for_resolution(resolution)
-            .map_err(|e| RunError::new(RunErrorCode::HostModuleError, e.0))?
+            .map_err(|e| RunError::new(RunErrorCode::HostModuleError, e.to_string()))?
             .map(|d| d as Arc<dyn Dispatcher>);
         let declares_wasm = resolution
             .modules
@@ -197,6 +197,10 @@ impl Runner {
             Executor::InProcess(_) => Some(
                 "runs execute in process (--in-process): a deadline or memory limit holds only while the engine cooperates".into(),
             ),
+            Executor::Workers(pool) if pool.unconfined().is_some() => Some(format!(
+                "sandbox workers run unconfined (allowed by the operator): {}; a memory-safety bug in the engine or a host module reaches everything this process can",
+                pool.unconfined().unwrap_or_default()
+            )),
             Executor::Workers(pool) if !pool.memory_enforced() => Some(
                 "the kernel refused the sandbox workers' memory ceiling (RLIMIT_DATA): host memory is not bounded".into(),
             ),
@@ -308,9 +312,9 @@ impl Runner {
         catalog: &dyn SandboxModuleCatalog,
     ) -> Result<Vec<Issue>, GraphError> {
         let Executor::Workers(pool) = &self.executor else {
-            return nodetool_guest::validate::validate_graph(document, catalog);
+            return nodetool_jssource::validate::validate_graph(document, catalog);
         };
-        nodetool_guest::validate::validate_graph_with(document, catalog, &mut |node, code| {
+        nodetool_jssource::validate::validate_graph_with(document, catalog, &mut |node, code| {
             match pool.scan(code, Some(node), None) {
                 Ok(answer) => BodyAnalysis {
                     issues: answer
@@ -323,7 +327,7 @@ impl Runner {
                             } else {
                                 Severity::Warning
                             },
-                            code: Issue::known_code(&i.code).unwrap_or("code_syntax"),
+                            code: IssueCode::parse(&i.code).unwrap_or(IssueCode::Syntax),
                             message: i.message,
                             line: i.line,
                             column: i.column,
@@ -335,7 +339,7 @@ impl Runner {
                     issues: vec![Issue {
                         node_id: node.to_string(),
                         severity: Severity::Error,
-                        code: "code_syntax",
+                        code: IssueCode::Syntax,
                         message: format!("The code could not be checked: {}", e.message),
                         line: None,
                         column: None,

@@ -13,7 +13,6 @@
 //! command that needs one fails naming the variables ([`NoDirectory`]); nothing falls back to
 //! the current directory.
 
-use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::fmt;
 use std::path::PathBuf;
@@ -42,6 +41,8 @@ pub struct Environment {
     pub home: Option<PathBuf>,
     /// `NODETOOL_SHIPPED_PACKS_DIR`: the shipped root instead of the source tree's `packs/`.
     pub shipped: Option<PathBuf>,
+    /// `NODETOOL_ALLOW_UNCONFINED=1`: run bodies in workers that could not confine themselves.
+    pub allow_unconfined: bool,
 }
 
 impl Environment {
@@ -56,6 +57,7 @@ impl Environment {
             xdg_cache_home: path("XDG_CACHE_HOME"),
             home: path("HOME"),
             shipped: path("NODETOOL_SHIPPED_PACKS_DIR"),
+            allow_unconfined: var(crate::worker::ALLOW_UNCONFINED_ENV).is_some_and(|v| v == "1"),
         }
     }
 
@@ -289,13 +291,14 @@ pub struct PackSources {
 }
 
 impl PackSources {
-    /// The trusted pack names from the operator's allowlist file.
-    pub fn trusted(&self) -> Result<BTreeSet<String>, SourceError> {
+    /// The operator's allowlist file: the packs allowed, each with the identity it was
+    /// allowed for. Discovery binds trust to those identities ([`PackSources::discover`]).
+    pub fn trusted(&self) -> Result<trust::Allowlist, SourceError> {
         let path = self
             .env
             .allowlist_path()
             .map_err(|e| SourceError::Root(e.into()))?;
-        trust::read_allowlist(&path).map_err(SourceError::Allowlist)
+        trust::Allowlist::read(&path).map_err(SourceError::Allowlist)
     }
 
     /// The search roots, in order of precedence, writing the embedded shipped packs out on
@@ -410,7 +413,7 @@ impl PackSources {
     /// statuses ([`host_library_statuses`]): what `packs list` and the server show.
     pub fn discover(
         &self,
-        trusted: &BTreeSet<String>,
+        trusted: &trust::Allowlist,
         compiled: &dyn CompiledLookup,
     ) -> Result<DiscoveredCatalog, RootError> {
         let mut catalog = self.discover_for_run(trusted, compiled)?;
@@ -424,19 +427,29 @@ impl PackSources {
     /// The same catalog without the host-library statuses, for a run: checking a library
     /// loads it (Tesseract: about 100 ms), and a run that calls a module whose library is
     /// missing gets the call's own error naming what to install.
+    ///
+    /// Trust is bound to identity here: a pack allowed for another identity than the one it
+    /// has now is untrusted, with a `consent-identity-changed` diagnostic
+    /// ([`trust::apply_consent`]; an installed pack's identity is its ledger integrity,
+    /// [`crate::install::consent::installed_integrities`]).
     pub fn discover_for_run(
         &self,
-        trusted: &BTreeSet<String>,
+        trusted: &trust::Allowlist,
         compiled: &dyn CompiledLookup,
     ) -> Result<DiscoveredCatalog, RootError> {
         let roots = self.roots()?;
-        Ok(discover_catalog(
+        let mut catalog = discover_catalog(
             &roots,
             &DiscoveryOptions {
                 compiled,
-                trusted_packs: trusted,
+                trusted_packs: &trusted.names(),
             },
-        ))
+        );
+        let integrities = crate::install::consent::installed_integrities(&self.env);
+        trust::apply_consent(&mut catalog, trusted, &|name| {
+            integrities.get(name).cloned()
+        });
+        Ok(catalog)
     }
 }
 
@@ -653,7 +666,10 @@ mod tests {
             ..Environment::default()
         };
         let catalog = sources(Vec::new(), env, RootLabels::Opaque)
-            .discover_for_run(&BTreeSet::new(), &nodetool_runtime::NoCompiledModules)
+            .discover_for_run(
+                &trust::Allowlist::default(),
+                &nodetool_runtime::NoCompiledModules,
+            )
             .unwrap_or_else(|e| panic!("discover: {e}"));
         let statuses = host_library_statuses(&catalog, &|id| {
             (id == "ocr").then(|| "Tesseract is not installed on this host".to_string())

@@ -17,9 +17,9 @@ use nodetool_protocol::value::Value;
 use rquickjs::module::{Declarations, Exports, ModuleDef};
 use rquickjs::{Ctx, Exception, Function, Object, Persistent, Promise};
 
-use crate::caps::{FetchFuture, FetchResponse, FetchSettle, settle_fetch};
 use crate::convert::{from_js, packed_to_js, to_js};
 use crate::{Dispatcher, Reply, ReplyFuture};
+use nodetool_broker::{AuthorityFuture, Granted};
 
 /// What the guest is awaiting, and what to build from it when it settles.
 pub(crate) enum Awaited {
@@ -34,17 +34,29 @@ pub(crate) enum Awaited {
         /// Whether the call holds one of the run's running slots ([`MAX_HOST_CALLS_RUNNING`]).
         slot: bool,
     },
-    /// A `fetch`: settles into a Response object built in Rust.
-    Fetch {
-        future: FetchFuture,
-        settle: FetchSettle,
+    /// A capability call (`workspace`, `fetch`) the run's authority performs: settles into the
+    /// value its reply becomes.
+    Authority {
+        future: AuthorityFuture,
+        settle: Box<dyn SettleAuthority>,
     },
+}
+
+/// What a capability call's reply becomes in the guest: said by the capability that made the
+/// call (`caps`), so the bridge knows nothing of workspaces or responses.
+pub(crate) trait SettleAuthority {
+    /// The guest value of the settled call, or the message it rejects with.
+    fn settle<'js>(
+        &self,
+        ctx: &Ctx<'js>,
+        outcome: Result<Granted, String>,
+    ) -> rquickjs::Result<Result<rquickjs::Value<'js>, String>>;
 }
 
 /// What an [`Awaited`] future produced.
 pub(crate) enum Outcome {
     Dispatch(Result<Reply, crate::DispatchError>),
-    Fetch(Result<FetchResponse, String>),
+    Authority(Result<Granted, String>),
 }
 
 /// A host call (dispatcher or capability) the guest is awaiting. Polled by the run's event loop
@@ -65,7 +77,7 @@ impl PendingCall {
     pub(crate) fn poll(&mut self, cx: &mut TaskContext<'_>) -> Poll<Outcome> {
         match &mut self.awaited {
             Awaited::Dispatch { future, .. } => future.as_mut().poll(cx).map(Outcome::Dispatch),
-            Awaited::Fetch { future, .. } => future.as_mut().poll(cx).map(Outcome::Fetch),
+            Awaited::Authority { future, .. } => future.as_mut().poll(cx).map(Outcome::Authority),
         }
     }
 }
@@ -399,14 +411,14 @@ pub(crate) fn settle<'js>(
                 }
             }
         }
-        (Awaited::Fetch { settle, .. }, Outcome::Fetch(outcome)) => {
-            match settle_fetch(ctx, &settle, outcome) {
+        (Awaited::Authority { settle, .. }, Outcome::Authority(outcome)) => {
+            match settle.settle(ctx, outcome) {
                 Ok(Ok(response)) => resolve.call::<_, ()>((response,)),
                 Ok(Err(message)) => {
                     let error = Exception::from_message(ctx.clone(), &message)?;
                     reject.call::<_, ()>((error,))
                 }
-                // Building the Response threw (out of memory, say): the guest gets that error.
+                // Building the value threw (out of memory, say): the guest gets that error.
                 Err(e) if e.is_exception() => reject.call::<_, ()>((ctx.catch(),)),
                 Err(e) => Err(e),
             }

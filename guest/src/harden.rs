@@ -25,8 +25,13 @@ use crate::engine::{eval_script, lock_property};
 pub(crate) const SAMPLES_NAME: &str = "nodetool:prelude";
 
 /// One function of each kind whose constructor compiles source, in the order of
-/// [`REFUSED`]'s last three entries.
-pub(crate) const SAMPLES: &str = "[async function () {}, function* () {}, async function* () {}]";
+/// [`REFUSED`]'s last three entries, then the standard globals' script (`globals.js`), so that
+/// one script compiled once per process serves both.
+pub(crate) const SAMPLES: &str = concat!(
+    "[async function () {}, function* () {}, async function* () {},\n",
+    include_str!("globals.js"),
+    "]"
+);
 
 /// What each guard's refusal names: the `Function` constructor, then the constructors of the
 /// samples.
@@ -37,15 +42,18 @@ const REFUSED: [&str; 4] = [
     "the AsyncGeneratorFunction constructor",
 ];
 
-/// Installs the guards in `ctx`. `samples` is the bytecode of [`SAMPLES`].
+/// Installs the standard globals, then the guards, in `ctx`. `samples` is the bytecode of
+/// [`SAMPLES`].
 pub(crate) fn install<'js>(ctx: &Ctx<'js>, samples: &[u8]) -> rquickjs::Result<()> {
     let globals = ctx.globals();
     let function: Object<'js> = globals.get("Function")?;
     let samples: Array<'js> = eval_script(ctx, samples)?
         .into_array()
         .ok_or(rquickjs::Error::Unknown)?;
+    let shell: Function<'js> = samples.get(3)?;
+    crate::globals::install(ctx, shell)?;
     let mut constructors = vec![function];
-    for sample in samples.iter::<Object<'js>>() {
+    for sample in samples.iter::<Object<'js>>().take(3) {
         let prototype = sample?.get_prototype().ok_or(rquickjs::Error::Unknown)?;
         constructors.push(prototype.get("constructor")?);
     }

@@ -4,9 +4,9 @@
 //! It owns one run end to end ([`Sandbox::run`]): a fresh runtime and context per run with the
 //! memory, stack and deadline limits of [`RunLimits`]; hardening before any module evaluates
 //! (the context is built without the `Eval` intrinsic and every code-generating constructor is
-//! replaced by a guard that names what it refused); the entry builder that hoists a body's
-//! static imports ([`body_imports`] reads them, which is how a body declares its packages); the
-//! resolver/loader pair that serves only the run's resolved specifiers and intra-pack files;
+//! replaced by a guard that names what it refused); the entry it builds from a body with
+//! `nodetool_jssource`'s entry builder, which hoists the body's static imports ([`body_imports`],
+//! re-exported, reads them, which is how a body declares its packages); the resolver/loader pair that serves only the run's resolved specifiers and intra-pack files;
 //! the private bridges behind the generated host and WASM facades, and the [`Dispatcher`]
 //! trait they call; values across the boundary ([`Value`]); the granted [`Capabilities`]; and
 //! typed outcomes ([`RunError`] with a stable [`RunErrorCode`]).
@@ -22,14 +22,15 @@
 
 mod bridge;
 mod caps;
+mod caret;
 mod compile;
 mod convert;
 mod engine;
 mod entry;
+mod globals;
 mod harden;
 mod loader;
 mod run;
-pub mod validate;
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -39,10 +40,9 @@ use nodetool_protocol::catalog::Resolution;
 use nodetool_protocol::run::{LogEntry, RunError};
 use nodetool_protocol::value::Value;
 
-pub use caps::{
-    Capabilities, FetchClient, FetchFuture, FetchGrant, FetchRequest, FetchResponse, WorkspaceGrant,
-};
+pub use caps::Capabilities;
 pub use entry::{BodyImport, BodySyntaxError, body_imports};
+pub use nodetool_broker as broker;
 
 /// The limits of one run. There is no `Default`: callers state them ([`RunLimits::STANDARD`]
 /// is NodeTool's standard set).

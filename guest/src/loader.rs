@@ -12,6 +12,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::Arc;
 
+use nodetool_jssource::relative::{is_relative, join_relative, relative_candidates};
 use nodetool_protocol::catalog::{FileContent, ResolvedKind, ResolvedModule};
 use nodetool_protocol::facade::{
     HOST_BRIDGE_SPECIFIER, WASM_BRIDGE_SPECIFIER, host_facade_source, wasm_facade_source,
@@ -192,23 +193,19 @@ impl ModuleTable {
         if let Some(target) = self.specifiers.get(name) {
             return Ok(target.clone());
         }
-        if (name.starts_with("./") || name.starts_with("../"))
+        if is_relative(name)
             && let Some(ModuleBody::PackFile { pack, file_id, .. }) = self.bodies.get(base)
         {
             let found = join_relative(file_id, name).and_then(|target| {
-                [
-                    target.clone(),
-                    format!("{target}.js"),
-                    format!("{target}/index.js"),
-                ]
-                .into_iter()
-                .map(|candidate| pack_file_name(pack, &candidate))
-                .find(|candidate| {
-                    matches!(
-                        self.bodies.get(candidate),
-                        Some(ModuleBody::PackFile { .. })
-                    )
-                })
+                relative_candidates(&target)
+                    .into_iter()
+                    .map(|candidate| pack_file_name(pack, &candidate))
+                    .find(|candidate| {
+                        matches!(
+                            self.bodies.get(candidate),
+                            Some(ModuleBody::PackFile { .. })
+                        )
+                    })
             });
             return found.ok_or_else(|| {
                 (
@@ -224,22 +221,6 @@ impl ModuleTable {
             ),
         ))
     }
-}
-
-/// Joins a relative request onto the importing file's directory, or `None` when it climbs out.
-fn join_relative(importer: &str, request: &str) -> Option<String> {
-    let mut segments: Vec<&str> = importer.split('/').collect();
-    segments.pop();
-    for part in request.split('/') {
-        match part {
-            "" | "." => {}
-            ".." => {
-                segments.pop()?;
-            }
-            p => segments.push(p),
-        }
-    }
-    (!segments.is_empty()).then(|| segments.join("/"))
 }
 
 /// The resolver half, holding the shared table.

@@ -303,12 +303,17 @@ fn execute(
     let _prefix = ReleasePrefix(Rc::clone(&prefix));
 
     let judge = Judge {
+        code: request.code,
         table: &table,
         bridge: &bridge,
         stop: &stop,
         pressure: &pressure,
     };
     let failure = |ctx: &Ctx<'_>, error: rquickjs::Error| -> RunError { judge.error(ctx, error) };
+    // A link error names the body's import, never an engine module id.
+    let link = |e| {
+        nodetool_jssource::exports::explain_link_error(e, request.code, &request.resolution.modules)
+    };
 
     // Globals, hardening, then the entry: resolve its whole static graph, lock, evaluate.
     let evaluation: Persistent<Promise<'static>> = context.with(|ctx| -> Result<_, RunError> {
@@ -316,9 +321,11 @@ fn execute(
         // Hardening first: the guards are in place before the entry's graph is even resolved.
         harden::install(&ctx, &samples).map_err(|e| failure(&ctx, e))?;
         let resolved =
-            load_and_resolve_entry(&ctx, &entry_bytecode).map_err(|e| failure(&ctx, e))?;
+            load_and_resolve_entry(&ctx, &entry_bytecode).map_err(|e| link(failure(&ctx, e)))?;
         table.locked.set(true);
-        let promise = resolved.evaluate(&ctx).map_err(|e| failure(&ctx, e))?;
+        let promise = resolved
+            .evaluate(&ctx)
+            .map_err(|e| link(failure(&ctx, e)))?;
         ctx.store_userdata(EntryHandle(resolved)).map_err(|_| {
             RunError::new(RunErrorCode::RuntimeError, "the entry could not be kept")
         })?;
@@ -765,6 +772,8 @@ fn memory_limit() -> RunError {
 /// What an outcome is judged against: the loader's refusals, the dispatcher errors thrown into
 /// the guest, the stop reason and whether the heap reached its limit.
 struct Judge<'a> {
+    /// The body, for the caret rule (`caret::on_throw`).
+    code: &'a str,
     table: &'a ModuleTable,
     bridge: &'a BridgeState,
     stop: &'a Cell<Option<Stop>>,
@@ -833,6 +842,7 @@ impl Judge<'_> {
                 line,
                 column,
                 specifier: Some(denial.specifier.clone()),
+                stack: Vec::new(),
             };
         }
         if let Some(failure) = table
@@ -858,9 +868,12 @@ impl Judge<'_> {
             };
         }
         let (line, column) = body_position(object);
+        let (line, column) = crate::caret::on_throw(self.code, line, column);
+        let stack: String = object.and_then(|o| o.get("stack").ok()).unwrap_or_default();
         RunError {
             line,
             column,
+            stack: crate::caret::short_stack(&stack, self.code),
             ..RunError::new(RunErrorCode::RuntimeError, described)
         }
     }

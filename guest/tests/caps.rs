@@ -5,10 +5,11 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use nodetool_guest::{
-    Capabilities, Dispatchers, FetchClient, FetchFuture, FetchGrant, FetchRequest, FetchResponse,
-    RunLimits, RunOutcome, RunRequest, Sandbox, WorkspaceGrant,
+use nodetool_guest::broker::{
+    BodyReader, FetchGrant, FetchResponse, FetchTransport, OutboundRequest, Received, RunAuthority,
+    TransportFuture, WorkspaceGrant,
 };
+use nodetool_guest::{Capabilities, Dispatchers, RunLimits, RunOutcome, RunRequest, Sandbox};
 use nodetool_protocol::catalog::{
     FileContent, GraphFile, Resolution, ResolvedKind, ResolvedModule,
 };
@@ -20,6 +21,8 @@ struct Run<'a> {
     modules: Vec<ResolvedModule>,
     limits: RunLimits,
     caps: Capabilities,
+    workspace: Option<WorkspaceGrant>,
+    fetch: Option<FetchGrant>,
 }
 
 impl<'a> Run<'a> {
@@ -29,21 +32,29 @@ impl<'a> Run<'a> {
             modules: vec![],
             limits: RunLimits::STANDARD,
             caps: Capabilities::default(),
+            workspace: None,
+            fetch: None,
         }
     }
     fn workspace(mut self, grant: WorkspaceGrant) -> Self {
-        self.caps.workspace = Some(grant);
+        self.workspace = Some(grant);
         self
     }
     fn fetch(mut self, grant: FetchGrant) -> Self {
-        self.caps.fetch = Some(grant);
+        self.fetch = Some(grant);
         self
     }
     fn with(mut self, m: ResolvedModule) -> Self {
         self.modules.push(m);
         self
     }
-    fn go(self) -> RunOutcome {
+    fn go(mut self) -> RunOutcome {
+        if self.workspace.is_some() || self.fetch.is_some() {
+            self.caps.authority = Some(Arc::new(RunAuthority::new(
+                self.workspace.take(),
+                self.fetch.take(),
+            )));
+        }
         let resolution = Resolution {
             modules: self.modules,
             statuses: vec![],
@@ -692,7 +703,7 @@ fn capabilities_are_absent_unless_granted() {
 /// Answers from a fixed table by URL, recording every request; fails for unknown URLs.
 #[derive(Default)]
 struct FakeClient {
-    requests: Mutex<Vec<(FetchRequest, usize)>>,
+    requests: Mutex<Vec<(OutboundRequest, usize)>>,
     /// Returned as the response's URL when set (a redirect elsewhere).
     final_url: Option<String>,
 }
@@ -701,7 +712,7 @@ impl FakeClient {
     fn new() -> Arc<FakeClient> {
         Arc::new(FakeClient::default())
     }
-    fn requests(&self) -> Vec<(FetchRequest, usize)> {
+    fn requests(&self) -> Vec<(OutboundRequest, usize)> {
         self.requests
             .lock()
             .map(|r| r.clone())
@@ -709,8 +720,10 @@ impl FakeClient {
     }
 }
 
-impl FetchClient for FakeClient {
-    fn fetch(&self, request: FetchRequest, max_response_bytes: usize) -> FetchFuture {
+impl FetchTransport for FakeClient {
+    fn perform(&self, request: OutboundRequest, reader: BodyReader) -> TransportFuture {
+        let max_response_bytes = reader.max_bytes;
+        let mut charge = reader.charge;
         if let Ok(mut r) = self.requests.lock() {
             r.push((request.clone(), max_response_bytes));
         }
@@ -765,6 +778,10 @@ impl FetchClient for FakeClient {
             )),
             other => Err(format!("connection refused for {other}")),
         };
+        let answer = answer.and_then(|response| {
+            charge.grow(response.body.len())?;
+            Ok(Received { response, charge })
+        });
         Box::pin(std::future::ready(answer))
     }
 }
@@ -772,8 +789,8 @@ impl FetchClient for FakeClient {
 /// Never answers.
 struct SilentClient;
 
-impl FetchClient for SilentClient {
-    fn fetch(&self, _request: FetchRequest, _max: usize) -> FetchFuture {
+impl FetchTransport for SilentClient {
+    fn perform(&self, _request: OutboundRequest, _reader: BodyReader) -> TransportFuture {
         Box::pin(std::future::pending())
     }
 }
@@ -781,8 +798,8 @@ impl FetchClient for SilentClient {
 /// Answers on another thread after a delay (the loop must wait without spinning the guest).
 struct SlowClient;
 
-impl FetchClient for SlowClient {
-    fn fetch(&self, request: FetchRequest, _max: usize) -> FetchFuture {
+impl FetchTransport for SlowClient {
+    fn perform(&self, request: OutboundRequest, reader: BodyReader) -> TransportFuture {
         let (tx, rx) = std::sync::mpsc::channel::<FetchResponse>();
         std::thread::spawn(move || {
             std::thread::sleep(Duration::from_millis(50));
@@ -794,7 +811,12 @@ impl FetchClient for SlowClient {
                 body: b"late".to_vec(),
             });
         });
-        Box::pin(Receiving(rx))
+        let charge = reader.charge;
+        Box::pin(async move {
+            Receiving(rx)
+                .await
+                .map(|response| Received { response, charge })
+        })
     }
 }
 
@@ -818,11 +840,11 @@ impl std::future::Future for Receiving {
     }
 }
 
-fn grant(hosts: &[&str], max: usize, client: Arc<dyn FetchClient>) -> FetchGrant {
+fn grant(hosts: &[&str], max: usize, transport: Arc<dyn FetchTransport>) -> FetchGrant {
     FetchGrant {
         allowed_hosts: hosts.iter().map(|h| h.to_string()).collect(),
         max_response_bytes: max,
-        client,
+        transport,
     }
 }
 

@@ -4,7 +4,8 @@
 //! stripped, rows of one empty field are skipped (`skipEmptyLines: true`), every value stays a
 //! string (`dynamicTyping: false`), a missing delimiter is guessed the way papaparse's
 //! `guessDelimiter` does, and with `header: true` the records follow papaparse exactly:
-//! duplicate header names are renamed (`a`, `a_1`, `a_2`), a short row leaves its missing
+//! duplicate header names are renamed (`a`, `a_1`, `a_2`, passing over the names the header
+//! holds itself), a short row leaves its missing
 //! fields out of the record, and fields past the header go to a `__parsed_extra` array.
 //!
 //! `stringify` writes papaparse's `unparse` output: fields are quoted when they contain the
@@ -17,6 +18,7 @@ use std::fmt::Write as _;
 use nodetool_protocol::packed::{KeyId, Packed, PackedError, PackedWriter, SharedCache, Token};
 use nodetool_protocol::value::Value;
 
+use crate::error::{HostError, HostErrorCode};
 use crate::limits::{MAX_RESULT_BYTES, bool_option, js_number, option, options_of, require_text};
 
 /// The delimiters papaparse's guesser tries, in its order (`Papa.RECORD_SEP`, `Papa.UNIT_SEP`
@@ -37,16 +39,20 @@ const MAX_CELL_DEPTH: usize = 512;
 
 /// `parse(text, {header=true, delimiter})`: header true -> an array of records keyed by the
 /// first row; header false -> an array of row arrays. Values are strings.
-pub fn parse(args: &[Value]) -> Result<Value, String> {
+pub fn parse(args: &[Value]) -> Result<Value, HostError> {
     let packed = parse_packed(args)?;
     // Packed, each header name is stored once; as values, every record holds its own copy of
     // every name, so a long header over many short rows would expand without bound.
-    if !expands_within(&packed, MAX_RESULT_BYTES).map_err(|e| format!("csv.parse: {e}"))? {
-        return Err(format!(
+    if !expands_within(&packed, MAX_RESULT_BYTES)
+        .map_err(|e| HostError::new(HostErrorCode::Internal, format!("csv.parse: {e}")))?
+    {
+        return Err(HostError::output(format!(
             "csv.parse: the records come to more than the {MAX_RESULT_BYTES} bytes one parse may return (every record repeats the header's names)"
-        ));
+        )));
     }
-    packed.to_value().map_err(|e| format!("csv.parse: {e}"))
+    packed
+        .to_value()
+        .map_err(|e| HostError::new(HostErrorCode::Internal, format!("csv.parse: {e}")))
 }
 
 /// Whether the strings and keys of `packed`, as a `Value` holds them (a key once per object
@@ -82,7 +88,7 @@ fn expands_within(packed: &Packed, budget: usize) -> Result<bool, PackedError> {
 
 /// [`parse`], packed for the guest: the records are written as they are read, into a few
 /// buffers, with each header name stored once.
-pub fn parse_packed(args: &[Value]) -> Result<Packed, String> {
+pub fn parse_packed(args: &[Value]) -> Result<Packed, HostError> {
     const AT: &str = "csv.parse";
     let text = require_text(AT, args.first(), "text")?;
     let options = options_of(args.get(1));
@@ -91,7 +97,11 @@ pub fn parse_packed(args: &[Value]) -> Result<Packed, String> {
         None => None,
         Some(Value::String(s)) if s.is_empty() => None,
         Some(Value::String(s)) if s.encode_utf16().count() == 1 => s.chars().next(),
-        Some(_) => return Err(format!("{AT}: delimiter must be a single character")),
+        Some(_) => {
+            return Err(HostError::invalid(format!(
+                "{AT}: delimiter must be a single character"
+            )));
+        }
     };
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
     let delimiter = match delimiter {
@@ -116,9 +126,9 @@ fn reader(text: &[u8], delimiter: u8) -> csv::Reader<&[u8]> {
         .from_reader(text)
 }
 
-/// papaparse's `guessDelimiter`: over the first rows of each candidate, the one whose field
-/// count varies least between consecutive rows while averaging more fields than the best so
-/// far (and about two or more); `,` when none qualifies.
+/// papaparse's `guessDelimiter` (5.7): over the first rows of each candidate, the one whose
+/// field count varies least between consecutive rows, a tie going to more fields on average,
+/// among those averaging about two fields or more; `,` when none qualifies.
 fn guess_delimiter(text: &str) -> u8 {
     let mut best: Option<(u8, usize, f64)> = None;
     for candidate in GUESSED_DELIMITERS {
@@ -145,8 +155,9 @@ fn guess_delimiter(text: &str) -> u8 {
             continue;
         }
         let average = fields as f64 / rows as f64;
+        // papaparse 5.7: the most consistent field count wins; the average only breaks a tie.
         let better = best.is_none_or(|(_, best_delta, best_average)| {
-            delta <= best_delta && average > best_average
+            delta < best_delta || (delta == best_delta && average > best_average)
         });
         if better && average > 1.99 {
             best = Some((candidate, delta, average));
@@ -312,7 +323,7 @@ impl<'t> Records<'t> {
 /// (duplicates renamed) and every later one becomes a record; without, each is an array. A
 /// delimiter outside ASCII is swapped for an ASCII byte the text does not contain, and swapped
 /// back inside the fields.
-fn write_rows(at: &str, text: &str, delimiter: char, header: bool) -> Result<Packed, String> {
+fn write_rows(at: &str, text: &str, delimiter: char, header: bool) -> Result<Packed, HostError> {
     let (byte, swapped) = match u8::try_from(delimiter) {
         Ok(byte) if byte.is_ascii() => (byte, None),
         _ => {
@@ -325,9 +336,9 @@ fn write_rows(at: &str, text: &str, delimiter: char, header: bool) -> Result<Pac
             let stand_in = (1u8..128)
                 .find(|&b| !present[usize::from(b)] && !matches!(b, b'"' | b'\r' | b'\n'));
             let Some(stand_in) = stand_in else {
-                return Err(format!(
+                return Err(HostError::unsupported(format!(
                     "{at}: the delimiter {delimiter:?} cannot be used with a text that holds every ASCII character"
-                ));
+                )));
             };
             (
                 stand_in,
@@ -366,7 +377,12 @@ fn write_rows(at: &str, text: &str, delimiter: char, header: bool) -> Result<Pac
     let mut columns: Option<Vec<Option<KeyId>>> = None;
     let extra = out.key(EXTRA_KEY);
     let mut records = Records::new(source, byte);
-    let unreadable = || format!("{at}: a field is not valid UTF-8");
+    let unreadable = || {
+        HostError::new(
+            HostErrorCode::Internal,
+            format!("{at}: a field is not valid UTF-8"),
+        )
+    };
     out.begin_array();
     while records.next() {
         if records.is_empty_row() {
@@ -387,7 +403,7 @@ fn write_rows(at: &str, text: &str, delimiter: char, header: bool) -> Result<Pac
                     let value = records.field(j).ok_or_else(unreadable)?;
                     Ok(restore(value).unwrap_or_else(|| value.to_string()))
                 })
-                .collect::<Result<Vec<_>, String>>()?;
+                .collect::<Result<Vec<_>, HostError>>()?;
             columns = Some(
                 rename_duplicates(names)
                     .iter()
@@ -425,7 +441,8 @@ fn write_rows(at: &str, text: &str, delimiter: char, header: bool) -> Result<Pac
         out.end();
     }
     out.end();
-    out.finish().map_err(|e| format!("{at}: {e}"))
+    out.finish()
+        .map_err(|e| HostError::new(HostErrorCode::Internal, format!("{at}: {e}")))
 }
 
 /// Whether a column's fields are written shared (see `PackedWriter::shared_string`): every
@@ -470,41 +487,54 @@ impl Sharing {
     }
 }
 
-/// papaparse (5.4+) renames a repeated header `h` to `h_<count>`, appending `_<count>` again
-/// while the name is taken.
+/// papaparse (5.4+) renames a repeated header `h` to `h_<n>`, with `n` the smallest number
+/// from the count of `h`s so far whose name is not taken, where every header as written is
+/// taken from the start: `c,c,c,c_1` gives `c, c_2, c_3, c_1`, never renaming a real column.
+///
+/// papaparse probes from the count each time, which is quadratic when the user's own columns
+/// occupy the suffixes (`c, c_1 .. c_k` then `k` more `c`s). The probe before left every
+/// suffix up to the one it found taken, so the next one starts past it: the same names, and
+/// every failed probe is a distinct taken name, so the renaming is linear in the header.
 fn rename_duplicates(headers: Vec<String>) -> Vec<String> {
-    let unique = {
-        let mut seen: HashSet<&str> = HashSet::with_capacity(headers.len());
-        headers.iter().all(|header| seen.insert(header))
-    };
+    let mut taken: HashSet<&str> = HashSet::with_capacity(headers.len());
+    let mut unique = true;
+    for header in &headers {
+        unique &= taken.insert(header);
+    }
     if unique {
         return headers;
     }
-    let mut counts: HashMap<&str, usize> = HashMap::with_capacity(headers.len());
-    let mut taken: HashSet<String> = HashSet::with_capacity(headers.len());
+    // Per base name: how many were seen, and the first suffix a later probe may find free.
+    let mut bases: HashMap<&str, (usize, usize)> = HashMap::with_capacity(headers.len());
+    let mut made: HashSet<String> = HashSet::new();
     let mut renamed = Vec::with_capacity(headers.len());
     for header in &headers {
-        let seen = counts.entry(header).or_insert(0);
-        let count = *seen;
-        *seen += 1;
-        let mut name = if count > 0 {
-            format!("{header}_{count}")
-        } else {
-            header.clone()
+        let Some((count, next)) = bases.get_mut(header.as_str()) else {
+            bases.insert(header, (1, 1));
+            renamed.push(header.clone());
+            continue;
         };
-        while taken.contains(&name) {
-            name = format!("{name}_{count}");
-        }
-        taken.insert(name.clone());
+        let mut suffix = (*count).max(*next);
+        let name = loop {
+            let name = format!("{header}_{suffix}");
+            suffix += 1;
+            if !taken.contains(name.as_str()) && !made.contains(&name) {
+                break name;
+            }
+        };
+        *count += 1;
+        *next = suffix;
+        made.insert(name.clone());
         renamed.push(name);
     }
     renamed
 }
 
 /// `stringify(rows, {header=true, delimiter=","})`: records (objects) or row arrays -> CSV text.
-pub fn stringify(args: &[Value]) -> Result<Value, String> {
+pub fn stringify(args: &[Value]) -> Result<Value, HostError> {
     const AT: &str = "csv.stringify";
-    let not_rows = || format!("{AT}: rows must be an array of records or arrays");
+    let not_rows =
+        || HostError::invalid(format!("{AT}: rows must be an array of records or arrays"));
     let Some(Value::Array(rows)) = args.first() else {
         return Err(not_rows());
     };
@@ -513,7 +543,11 @@ pub fn stringify(args: &[Value]) -> Result<Value, String> {
     let delimiter = match option(options, "delimiter") {
         None => ',',
         Some(Value::String(s)) if s.encode_utf16().count() == 1 => s.chars().next().unwrap_or(','),
-        Some(_) => return Err(format!("{AT}: delimiter must be a single character")),
+        Some(_) => {
+            return Err(HostError::invalid(format!(
+                "{AT}: delimiter must be a single character"
+            )));
+        }
     };
     // papaparse's unparse keeps its default for a refused delimiter.
     let delimiter = if BAD_DELIMITERS.contains(&delimiter) {
@@ -546,14 +580,16 @@ pub fn stringify(args: &[Value]) -> Result<Value, String> {
                 lines.push(join(columns.iter().map(|c| (*c).to_string()), delimiter));
             }
             for record in records {
+                // papaparse writes a record with no keys as an empty line.
+                if record.is_empty() {
+                    lines.push(String::new());
+                    continue;
+                }
                 let cells = columns
                     .iter()
                     .map(|c| record.get(c).map_or(Ok(String::new()), |v| cell(v)))
                     .collect::<Result<Vec<_>, _>>();
-                lines.push(join(
-                    cells.map_err(|e| format!("{AT}: {e}"))?.into_iter(),
-                    delimiter,
-                ));
+                lines.push(join(cells?.into_iter(), delimiter));
             }
         }
         Some(Value::Array(_)) => {
@@ -562,10 +598,7 @@ pub fn stringify(args: &[Value]) -> Result<Value, String> {
                     return Err(not_rows());
                 };
                 let cells = values.iter().map(cell).collect::<Result<Vec<_>, _>>();
-                lines.push(join(
-                    cells.map_err(|e| format!("{AT}: {e}"))?.into_iter(),
-                    delimiter,
-                ));
+                lines.push(join(cells?.into_iter(), delimiter));
             }
         }
         Some(_) => return Err(not_rows()),
@@ -596,7 +629,7 @@ fn join(fields: impl Iterator<Item = String>, delimiter: char) -> String {
 
 /// A cell's text: strings as-is, numbers and booleans as JavaScript prints them, null and
 /// undefined empty, anything else JSON-encoded.
-fn cell(value: &Value) -> Result<String, String> {
+fn cell(value: &Value) -> Result<String, HostError> {
     Ok(match value {
         Value::Undefined | Value::Null => String::new(),
         Value::Bool(b) => b.to_string(),
@@ -611,11 +644,11 @@ fn cell(value: &Value) -> Result<String, String> {
 }
 
 /// `JSON.stringify` for a cell value (a Uint8Array encodes as its index-keyed object).
-fn json(value: &Value, out: &mut String, depth: usize) -> Result<(), String> {
+fn json(value: &Value, out: &mut String, depth: usize) -> Result<(), HostError> {
     if depth > MAX_CELL_DEPTH {
-        return Err(format!(
-            "a cell value nests deeper than the {MAX_CELL_DEPTH} level limit"
-        ));
+        return Err(HostError::limit(format!(
+            "csv.stringify: a cell value nests deeper than the {MAX_CELL_DEPTH} level limit"
+        )));
     }
     match value {
         Value::Undefined | Value::Null => out.push_str("null"),
@@ -818,9 +851,9 @@ mod tests {
             out,
             Ok(Value::Array(vec![obj(&[
                 ("a", s("1")),
-                ("a_1", s("2")),
-                ("a_2", s("3")),
-                ("a_1_0", s("4"))
+                ("a_2", s("2")),
+                ("a_3", s("3")),
+                ("a_1", s("4"))
             ])]))
         );
         // A header literally named __parsed_extra collects into the array, as papaparse does.
@@ -832,6 +865,56 @@ mod tests {
                 (EXTRA_KEY, strings(&["2", "3"]))
             ])]))
         );
+    }
+
+    #[test]
+    fn renamed_headers_never_take_a_real_column_name() {
+        let names = |list: &[&str]| {
+            rename_duplicates(list.iter().map(|s| s.to_string()).collect::<Vec<_>>())
+        };
+        // papaparse 5.7's answers.
+        assert_eq!(names(&["c", "c", "c", "c_1"]), ["c", "c_2", "c_3", "c_1"]);
+        assert_eq!(names(&["a_1", "a", "a"]), ["a_1", "a", "a_2"]);
+        assert_eq!(
+            names(&["a", "a_1", "a_1", "a"]),
+            ["a", "a_1", "a_1_1", "a_2"]
+        );
+        assert_eq!(
+            names(&["x", "x", "x_1_1", "x_1"]),
+            ["x", "x_2", "x_1_1", "x_1"]
+        );
+    }
+
+    #[test]
+    fn renaming_hostile_headers_is_linear() {
+        // The user's own c_1..c_k occupy every suffix, then k more c's follow: probing from the
+        // count each time would be k² names (4·10⁸ here).
+        let k = 20_000;
+        let mut header: Vec<String> = vec!["c".into()];
+        header.extend((1..=k).map(|i| format!("c_{i}")));
+        header.extend((0..k).map(|_| "c".to_string()));
+        let renamed = rename_duplicates(header);
+        assert_eq!(renamed.len(), 2 * k + 1);
+        assert_eq!(renamed[k + 1], format!("c_{}", k + 1));
+        assert_eq!(renamed[2 * k], format!("c_{}", 2 * k));
+        let distinct: HashSet<&String> = renamed.iter().collect();
+        assert_eq!(distinct.len(), renamed.len());
+        // 1,500 copies of one 3,000-byte name (4.5 MB of header) renamed as papaparse does.
+        let long = "h".repeat(3000);
+        let text = format!(
+            "{}\n{}",
+            vec![long.as_str(); 1500].join(","),
+            vec!["1"; 1500].join(",")
+        );
+        let out = parse(&[s(&text)]);
+        let Ok(Value::Array(records)) = out else {
+            panic!("parsed: {out:?}")
+        };
+        let [Value::Object(record)] = records.as_slice() else {
+            panic!("one record")
+        };
+        assert_eq!(record.len(), 1500);
+        assert_eq!(record[1499].0, format!("{long}_1499"));
     }
 
     #[test]
@@ -894,6 +977,19 @@ mod tests {
     }
 
     #[test]
+    fn the_most_consistent_delimiter_wins_as_in_papaparse_5_7() {
+        // `,` averages more fields (2.33) but varies (3, 1, 3); the tab gives 2, 2, 2.
+        assert_eq!(
+            parse(&[s("a,b,c\td\ne\tf\ng,h,i\tj"), no_header()]),
+            Ok(Value::Array(vec![
+                strings(&["a,b,c", "d"]),
+                strings(&["e", "f"]),
+                strings(&["g,h,i", "j"]),
+            ]))
+        );
+    }
+
+    #[test]
     fn explicit_delimiters() {
         let with = |d: &str| opts(&[("header", Value::Bool(false)), ("delimiter", s(d))]);
         assert_eq!(
@@ -913,7 +1009,9 @@ mod tests {
             parse(&[s("a,b"), with("\"")]),
             Ok(Value::Array(vec![strings(&["a", "b"])]))
         );
-        let message = Err("csv.parse: delimiter must be a single character".to_string());
+        let message = Err(HostError::invalid(
+            "csv.parse: delimiter must be a single character",
+        ));
         assert_eq!(parse(&[s("a"), with(";;")]), message);
         // One character as JavaScript counts them: an astral one is two.
         assert_eq!(parse(&[s("a"), with("😀")]), message);
@@ -927,15 +1025,21 @@ mod tests {
     fn parse_argument_errors_and_cap() {
         assert_eq!(
             parse(&[Value::Number(1.0)]),
-            Err("csv.parse: text must be a string".into())
+            Err(HostError::invalid("csv.parse: text must be a string"))
         );
-        assert_eq!(parse(&[]), Err("csv.parse: text must be a string".into()));
+        assert_eq!(
+            parse(&[]),
+            Err(HostError::invalid("csv.parse: text must be a string"))
+        );
         let at_cap = s(&"x".repeat(MAX_HOST_INPUT_CHARS));
         assert!(parse(&[at_cap, no_header()]).is_ok());
         let over = s(&"x".repeat(MAX_HOST_INPUT_CHARS + 1));
         assert_eq!(
             parse(&[over]),
-            Err("csv.parse: input exceeds the 5242880 character limit".into())
+            Err(HostError::new(
+                HostErrorCode::InputTooLarge,
+                "csv.parse: input exceeds the 5242880 character limit"
+            ))
         );
     }
 
@@ -956,6 +1060,17 @@ mod tests {
             stringify(&[Value::Array(vec![obj(&[]), obj(&[])])]),
             Ok(s("\n"))
         );
+    }
+
+    #[test]
+    fn stringify_writes_a_record_without_keys_as_an_empty_line() {
+        // papaparse 5.7's unparse of its own test rows.
+        let rows = Value::Array(vec![
+            obj(&[("a", Value::Null), ("b", s(" "))]),
+            obj(&[]),
+            obj(&[("a", s("1")), ("b", s("2"))]),
+        ]);
+        assert_eq!(stringify(&[rows]), Ok(s("a,b\n,\" \"\n\n1,2")));
     }
 
     #[test]
@@ -1018,7 +1133,9 @@ mod tests {
 
     #[test]
     fn stringify_errors() {
-        let message = Err("csv.stringify: rows must be an array of records or arrays".to_string());
+        let message = Err(HostError::invalid(
+            "csv.stringify: rows must be an array of records or arrays",
+        ));
         assert_eq!(stringify(&[s("a,b")]), message);
         assert_eq!(stringify(&[obj(&[("a", s("b"))])]), message);
         assert_eq!(stringify(&[]), message);
@@ -1032,7 +1149,9 @@ mod tests {
             stringify(&[Value::Array(vec![Value::Array(vec![]), obj(&[])])]),
             message
         );
-        let delimiter = Err("csv.stringify: delimiter must be a single character".to_string());
+        let delimiter = Err(HostError::invalid(
+            "csv.stringify: delimiter must be a single character",
+        ));
         let rows = Value::Array(vec![]);
         assert_eq!(
             stringify(&[rows.clone(), opts(&[("delimiter", s(""))])]),
@@ -1054,7 +1173,9 @@ mod tests {
         let out = stringify(&[Value::Array(vec![Value::Array(vec![deep])])]);
         assert_eq!(
             out,
-            Err("csv.stringify: a cell value nests deeper than the 512 level limit".into())
+            Err(HostError::limit(
+                "csv.stringify: a cell value nests deeper than the 512 level limit"
+            ))
         );
     }
 

@@ -25,6 +25,7 @@ use nodetool_protocol::value::Value;
 use scraper::{ElementRef, Html, Node, Selector};
 use url::Url;
 
+use crate::error::{HostError, HostErrorCode};
 use crate::limits::{
     is_js_space, js_string, js_to_number, js_trim, option, options_of, require_text,
 };
@@ -53,12 +54,16 @@ const NO_MAIN_CONTENT: &str = "No main content found";
 
 /// `select(html, selector, {attr?, limit=100})` -> the trimmed text of each match, or the value
 /// of attribute `attr` (matches without it are skipped), in document order, at most `limit`.
-pub fn select(args: &[Value]) -> Result<Value, String> {
+pub fn select(args: &[Value]) -> Result<Value, HostError> {
     const AT: &str = "html.select";
     let source = require_text(AT, args.first(), "html")?;
     let selector = match args.get(1) {
         Some(Value::String(s)) if !js_trim(s).is_empty() => s.as_str(),
-        _ => return Err(format!("{AT}: selector must be a non-empty string")),
+        _ => {
+            return Err(HostError::invalid(format!(
+                "{AT}: selector must be a non-empty string"
+            )));
+        }
     };
     let options = options_of(args.get(2));
     let attr = option(options, "attr")
@@ -89,7 +94,7 @@ pub fn select(args: &[Value]) -> Result<Value, String> {
 
 /// `toMarkdown(html, {turndown?})` -> the page as Markdown (see [`markdown`] for the rules and
 /// the options honoured).
-pub fn to_markdown(args: &[Value]) -> Result<Value, String> {
+pub fn to_markdown(args: &[Value]) -> Result<Value, HostError> {
     const AT: &str = "html.toMarkdown";
     let source = require_text(AT, args.first(), "html")?;
     let options = options_of(args.get(1));
@@ -102,7 +107,7 @@ pub fn to_markdown(args: &[Value]) -> Result<Value, String> {
 
 /// `toText(html)` -> the document's text without scripts and styles: runs of spaces and tabs
 /// become one space, three or more line breaks become two, and the ends are trimmed.
-pub fn to_text(args: &[Value]) -> Result<Value, String> {
+pub fn to_text(args: &[Value]) -> Result<Value, HostError> {
     const AT: &str = "html.toText";
     let source = require_text(AT, args.first(), "html")?;
     let document = parse::parse_document(AT, source)?;
@@ -113,7 +118,7 @@ pub fn to_text(args: &[Value]) -> Result<Value, String> {
 
 /// `extractLinks(html, baseUrl?)` -> `[{href, text, type}]` for every `a[href]`: `href` as
 /// written, its trimmed text, and `"internal"` or `"external"`.
-pub fn extract_links(args: &[Value]) -> Result<Value, String> {
+pub fn extract_links(args: &[Value]) -> Result<Value, HostError> {
     const AT: &str = "html.extractLinks";
     let source = require_text(AT, args.first(), "html")?;
     let base = base_url(args.get(1));
@@ -141,18 +146,18 @@ pub fn extract_links(args: &[Value]) -> Result<Value, String> {
 }
 
 /// `extractImages(html, baseUrl?)` -> the `src` of every `img[src]`, resolved against `baseUrl`.
-pub fn extract_images(args: &[Value]) -> Result<Value, String> {
+pub fn extract_images(args: &[Value]) -> Result<Value, HostError> {
     extract_sources("html.extractImages", args, "img[src]")
 }
 
 /// `extractAudio(html, baseUrl?)` -> the `src` of every `audio[src]` and `audio source[src]`.
-pub fn extract_audio(args: &[Value]) -> Result<Value, String> {
+pub fn extract_audio(args: &[Value]) -> Result<Value, HostError> {
     extract_sources("html.extractAudio", args, "audio[src], audio source[src]")
 }
 
 /// `extractVideos(html, baseUrl?)` -> the `src` of every `video[src]`, `video source[src]` and
 /// `iframe[src]`.
-pub fn extract_videos(args: &[Value]) -> Result<Value, String> {
+pub fn extract_videos(args: &[Value]) -> Result<Value, HostError> {
     extract_sources(
         "html.extractVideos",
         args,
@@ -163,7 +168,7 @@ pub fn extract_videos(args: &[Value]) -> Result<Value, String> {
 /// `extractMetadata(html)` -> `{title, description, keywords}`: the first `<title>`'s text (an
 /// empty one is `null`) and the `content` of the first `meta[name=description]` and
 /// `meta[name=keywords]` (`null` when absent).
-pub fn extract_metadata(args: &[Value]) -> Result<Value, String> {
+pub fn extract_metadata(args: &[Value]) -> Result<Value, HostError> {
     const AT: &str = "html.extractMetadata";
     let source = require_text(AT, args.first(), "html")?;
     let document = parse::parse_document(AT, source)?;
@@ -171,7 +176,7 @@ pub fn extract_metadata(args: &[Value]) -> Result<Value, String> {
         .next()
         .map(text_of)
         .filter(|t| !t.is_empty());
-    let meta = |name: &str| -> Result<Option<String>, String> {
+    let meta = |name: &str| -> Result<Option<String>, HostError> {
         let selector = fixed_selector(AT, &format!("meta[name=\"{name}\"]"))?;
         Ok(matching(&document, &selector)
             .next()
@@ -191,7 +196,7 @@ pub fn extract_metadata(args: &[Value]) -> Result<Value, String> {
 /// styles, `nav`, `aside`, `footer` and `header` are removed, then the first non-empty text of
 /// `article`, `main`, `[id*=content]`, `[class*=content]` or `body` is taken (each the first
 /// element that matches). A page without any is `"No main content found"`.
-pub fn extract_readable_text(args: &[Value]) -> Result<Value, String> {
+pub fn extract_readable_text(args: &[Value]) -> Result<Value, HostError> {
     const AT: &str = "html.extractReadableText";
     let source = require_text(AT, args.first(), "html")?;
     let mut document = parse::parse_document(AT, source)?;
@@ -244,12 +249,18 @@ fn limit_option(options: &[(String, Value)]) -> usize {
 }
 
 /// A caller's selector, compiled, or the message naming it.
-fn parse_selector(at: &str, selector: &str) -> Result<Selector, String> {
-    let invalid = |why: &str| format!("{at}: invalid selector \"{selector}\" ({why})");
+fn parse_selector(at: &str, selector: &str) -> Result<Selector, HostError> {
+    let invalid = |code: HostErrorCode, why: &str| {
+        HostError::new(
+            code,
+            format!("{at}: invalid selector \"{selector}\" ({why})"),
+        )
+    };
     if selector.chars().count() > MAX_SELECTOR_CHARS {
-        return Err(invalid(&format!(
-            "longer than {MAX_SELECTOR_CHARS} characters"
-        )));
+        return Err(invalid(
+            HostErrorCode::LimitExceeded,
+            &format!("longer than {MAX_SELECTOR_CHARS} characters"),
+        ));
     }
     let mut depth = 0usize;
     for c in selector.chars() {
@@ -257,16 +268,18 @@ fn parse_selector(at: &str, selector: &str) -> Result<Selector, String> {
             '(' | '[' => {
                 depth += 1;
                 if depth > MAX_SELECTOR_NESTING {
-                    return Err(invalid(&format!(
-                        "nested more than {MAX_SELECTOR_NESTING} levels deep"
-                    )));
+                    return Err(invalid(
+                        HostErrorCode::LimitExceeded,
+                        &format!("nested more than {MAX_SELECTOR_NESTING} levels deep"),
+                    ));
                 }
             }
             ')' | ']' => depth = depth.saturating_sub(1),
             _ => {}
         }
     }
-    Selector::parse(selector).map_err(|e| invalid(&selector_error(&e)))
+    Selector::parse(selector)
+        .map_err(|e| invalid(HostErrorCode::InvalidArgument, &selector_error(&e)))
 }
 
 /// A selector error in one line (scraper's own text for some kinds is a debug dump).
@@ -282,24 +295,28 @@ fn selector_error(error: &scraper::error::SelectorErrorKind<'_>) -> String {
 }
 
 /// One of this module's own selectors.
-fn fixed_selector(at: &str, selector: &str) -> Result<Selector, String> {
-    Selector::parse(selector)
-        .map_err(|e| format!("{at}: internal selector {selector:?} failed to parse ({e})"))
+fn fixed_selector(at: &str, selector: &str) -> Result<Selector, HostError> {
+    Selector::parse(selector).map_err(|e| {
+        HostError::new(
+            HostErrorCode::Internal,
+            format!("{at}: internal selector {selector:?} failed to parse ({e})"),
+        )
+    })
 }
 
 /// Refuses a `:has()` selector on a document nested deeper than [`MAX_HAS_DEPTH`]: the
 /// matcher recurses once per level below the element it tests. Any selector that could spell
 /// `has` (escapes included) counts.
-fn guard_has(at: &str, selector: &str, document: &Html) -> Result<(), String> {
+fn guard_has(at: &str, selector: &str, document: &Html) -> Result<(), HostError> {
     let may_have_has = selector.contains('\\') || selector.to_ascii_lowercase().contains("has");
     if !may_have_has {
         return Ok(());
     }
     let depth = depth_of(document);
     if depth > MAX_HAS_DEPTH {
-        return Err(format!(
+        return Err(HostError::limit(format!(
             "{at}: :has() cannot be used on a document nested {depth} elements deep (the limit is {MAX_HAS_DEPTH})"
-        ));
+        )));
     }
     Ok(())
 }
@@ -465,7 +482,7 @@ fn resolve(src: &str, base: &str, base_parsed: Option<&Url>) -> String {
 }
 
 /// The extractors of `src` attributes.
-fn extract_sources(at: &'static str, args: &[Value], selector: &str) -> Result<Value, String> {
+fn extract_sources(at: &'static str, args: &[Value], selector: &str) -> Result<Value, HostError> {
     let source = require_text(at, args.first(), "html")?;
     let base = base_url(args.get(1));
     let base_parsed = (!base.is_empty()).then(|| Url::parse(&base).ok()).flatten();
@@ -502,13 +519,13 @@ impl Budget {
         Budget { at, used: 0 }
     }
 
-    fn take(&mut self, bytes: usize) -> Result<(), String> {
+    fn take(&mut self, bytes: usize) -> Result<(), HostError> {
         self.used = self.used.saturating_add(bytes);
         if self.used > MAX_HTML_OUTPUT_BYTES {
-            return Err(format!(
+            return Err(HostError::output(format!(
                 "{}: the result exceeds the {MAX_HTML_OUTPUT_BYTES} byte limit",
                 self.at
-            ));
+            )));
         }
         Ok(())
     }

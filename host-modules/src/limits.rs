@@ -4,6 +4,8 @@
 use nodetool_protocol::limits::{MAX_HOST_INPUT_BYTES, MAX_HOST_INPUT_CHARS};
 use nodetool_protocol::value::Value;
 
+use crate::error::{HostError, HostErrorCode};
+
 /// Bytes of values one host call may produce, its strings and the keys of its records counted
 /// once per copy: 64 MiB, the standard guest heap, which could not hold a larger result
 /// anyway. It is what is *made* that counts, not what is read: a parser that copies one
@@ -16,20 +18,23 @@ pub fn require_text<'a>(
     at: &str,
     value: Option<&'a Value>,
     label: &str,
-) -> Result<&'a str, String> {
+) -> Result<&'a str, HostError> {
     match value {
         Some(Value::String(s)) => {
             // Characters, as the reference counts them (UTF-16 code units there; chars here,
             // which never exceed them).
             if s.len() > MAX_HOST_INPUT_CHARS && s.chars().count() > MAX_HOST_INPUT_CHARS {
-                Err(format!(
-                    "{at}: input exceeds the {MAX_HOST_INPUT_CHARS} character limit"
+                Err(HostError::new(
+                    HostErrorCode::InputTooLarge,
+                    format!("{at}: input exceeds the {MAX_HOST_INPUT_CHARS} character limit"),
                 ))
             } else {
                 Ok(s)
             }
         }
-        _ => Err(format!("{at}: {label} must be a string")),
+        _ => Err(HostError::invalid(format!(
+            "{at}: {label} must be a string"
+        ))),
     }
 }
 
@@ -38,15 +43,16 @@ pub fn require_bytes<'a>(
     at: &str,
     value: Option<&'a Value>,
     label: &str,
-) -> Result<&'a [u8], String> {
+) -> Result<&'a [u8], HostError> {
     match value {
-        Some(Value::Bytes(b)) if b.len() > MAX_HOST_INPUT_BYTES => Err(format!(
-            "{at}: input exceeds the {MAX_HOST_INPUT_BYTES} byte limit"
+        Some(Value::Bytes(b)) if b.len() > MAX_HOST_INPUT_BYTES => Err(HostError::new(
+            HostErrorCode::InputTooLarge,
+            format!("{at}: input exceeds the {MAX_HOST_INPUT_BYTES} byte limit"),
         )),
         Some(Value::Bytes(b)) => Ok(b),
-        _ => Err(format!(
+        _ => Err(HostError::invalid(format!(
             "{at}: {label} must be a Uint8Array (e.g. from workspace.readBytes or response.bytes())"
-        )),
+        ))),
     }
 }
 
@@ -206,22 +212,28 @@ mod tests {
         let over = Value::String("x".repeat(MAX_HOST_INPUT_CHARS + 1));
         assert_eq!(
             require_text("csv.parse", Some(&over), "text"),
-            Err("csv.parse: input exceeds the 5242880 character limit".into())
+            Err(HostError::new(
+                HostErrorCode::InputTooLarge,
+                "csv.parse: input exceeds the 5242880 character limit"
+            ))
         );
         let bytes = Value::Bytes(vec![0; MAX_HOST_INPUT_BYTES + 1]);
         assert_eq!(
             require_bytes("zip.unzip", Some(&bytes), "bytes"),
-            Err("zip.unzip: input exceeds the 10485760 byte limit".into())
+            Err(HostError::new(
+                HostErrorCode::InputTooLarge,
+                "zip.unzip: input exceeds the 10485760 byte limit"
+            ))
         );
         assert!(
             require_bytes("zip.unzip", Some(&Value::String("x".into())), "bytes")
                 .err()
-                .unwrap_or_default()
-                .contains("must be a Uint8Array")
+                .is_some_and(|e| e.code() == HostErrorCode::InvalidArgument
+                    && e.message().contains("must be a Uint8Array"))
         );
         assert_eq!(
             require_text("csv.parse", None, "text"),
-            Err("csv.parse: text must be a string".into())
+            Err(HostError::invalid("csv.parse: text must be a string"))
         );
     }
 

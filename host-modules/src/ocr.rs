@@ -24,13 +24,14 @@ mod tesseract;
 use std::collections::HashSet;
 use std::ffi::CString;
 use std::io::Cursor;
-use std::sync::{Mutex, OnceLock, PoisonError};
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 
 use image::{DynamicImage, ImageDecoder, ImageReader, Limits};
 use nodetool_protocol::value::Value;
 
+use crate::error::{HostError, HostErrorCode};
 use crate::limits::{js_string, option, options_of, require_bytes};
-use tesseract::{Engine, LoadError};
+use tesseract::{Engine, LoadError, ReadError};
 
 /// Words one call reports.
 pub const MAX_OCR_WORDS: usize = 20_000;
@@ -42,13 +43,109 @@ pub const MAX_OCR_SIDE: u32 = 32_767;
 /// Bytes the decoder may allocate (the largest image at 16 bits per RGBA channel, plus slack).
 const MAX_DECODE_ALLOC: u64 = MAX_OCR_PIXELS * 8 + 64 * 1024 * 1024;
 
+/// The longest one image is recognised for, whatever the run's deadline: Tesseract's own
+/// monitor stops it (its noise-filled pages can otherwise take minutes).
+pub const MAX_OCR_TIME: std::time::Duration = std::time::Duration::from_secs(30);
+
 const AT: &str = "ocr.recognize";
 
 /// Single languages Tesseract has loaded in this process.
 static LOADED: Mutex<Option<HashSet<String>>> = Mutex::new(None);
 
+/// Where a process that cannot open files (a confined sandbox worker) gets a language's data:
+/// the contents of `<language>.traineddata`, or why there are none.
+pub type LanguageSource = Box<dyn Fn(&str) -> Result<Arc<[u8]>, String> + Send + Sync>;
+
+static LANGUAGE_SOURCE: OnceLock<LanguageSource> = OnceLock::new();
+
+/// Languages' data this process was given by its [`LanguageSource`], kept for the next call.
+static GIVEN: Mutex<Vec<(String, Arc<[u8]>)>> = Mutex::new(Vec::new());
+
+/// The most language data a process keeps from its [`LanguageSource`].
+const MAX_GIVEN_BYTES: usize = 64 * 1024 * 1024;
+
+/// The largest `.traineddata` file read (the largest published ones are about 25 MB).
+pub const MAX_LANGUAGE_DATA_BYTES: u64 = 64 * 1024 * 1024;
+
+/// From now on, language data comes from `source`, never from the filesystem (once per
+/// process; a second source is ignored).
+pub fn set_language_source(source: LanguageSource) {
+    let _ = LANGUAGE_SOURCE.set(source);
+}
+
+/// Maps the Tesseract library now, if it is installed (the first call loads it; later ones
+/// are free), so a process about to lose file access can still recognise.
+pub fn preload() {
+    let _ = tesseract::api();
+}
+
+/// The contents of one language's `.traineddata` file, from the data directory Tesseract
+/// itself uses (`TESSDATA_PREFIX`, else the Debian and common install locations), for a
+/// process that may open files to hand to one that may not. The code is checked first, so
+/// no guest text reaches a path beyond a language code.
+pub fn language_data(language: &str) -> Result<Vec<u8>, String> {
+    let language = language.to_ascii_lowercase();
+    if language.contains('+') || !is_language_code(&language) {
+        return Err(format!(
+            "{AT}: \"{language}\" is not a single Tesseract language code"
+        ));
+    }
+    let missing = || {
+        format!(
+            "{AT}: Tesseract has no language data for \"{language}\" on this host (Debian: apt-get install {})",
+            language_package(&language)
+        )
+    };
+    let file = format!("{language}.traineddata");
+    let mut directories: Vec<std::path::PathBuf> = Vec::new();
+    if let Some(prefix) = std::env::var_os("TESSDATA_PREFIX") {
+        let prefix = std::path::PathBuf::from(prefix);
+        directories.push(prefix.join("tessdata"));
+        directories.push(prefix);
+    }
+    for known in [
+        "/usr/share/tesseract-ocr/5/tessdata",
+        "/usr/share/tesseract-ocr/4.00/tessdata",
+        "/usr/share/tessdata",
+        "/usr/local/share/tessdata",
+        "/opt/homebrew/share/tessdata",
+    ] {
+        directories.push(known.into());
+    }
+    for directory in directories {
+        let path = directory.join(&file);
+        let Ok(metadata) = std::fs::metadata(&path) else {
+            continue;
+        };
+        if !metadata.is_file() || metadata.len() > MAX_LANGUAGE_DATA_BYTES {
+            continue;
+        }
+        if let Ok(bytes) = std::fs::read(&path) {
+            return Ok(bytes);
+        }
+    }
+    Err(missing())
+}
+
+/// A language's data from the process's [`LanguageSource`], kept for later calls.
+fn given_data(source: &LanguageSource, language: &str) -> Result<Arc<[u8]>, String> {
+    let mut given = GIVEN.lock().unwrap_or_else(PoisonError::into_inner);
+    if let Some((_, data)) = given.iter().find(|(l, _)| l == language) {
+        return Ok(Arc::clone(data));
+    }
+    drop(given);
+    let data = source(language)?;
+    given = GIVEN.lock().unwrap_or_else(PoisonError::into_inner);
+    given.push((language.to_string(), Arc::clone(&data)));
+    // The oldest go first when the kept data grows past the cap.
+    while given.len() > 1 && given.iter().map(|(_, d)| d.len()).sum::<usize>() > MAX_GIVEN_BYTES {
+        given.remove(0);
+    }
+    Ok(data)
+}
+
 /// `recognize(imageBytes, {language = "eng"})` -> `{text, confidence, words}`.
-pub fn recognize(args: &[Value]) -> Result<Value, String> {
+pub fn recognize(args: &[Value]) -> Result<Value, HostError> {
     let bytes = require_bytes(AT, args.first(), "image")?;
     let options = options_of(args.get(1));
     let language = option(options, "language").map_or_else(|| "eng".to_string(), js_string);
@@ -57,15 +154,18 @@ pub fn recognize(args: &[Value]) -> Result<Value, String> {
         l => l.to_string(),
     };
     if !is_language_code(&language) {
-        return Err(format!(
+        return Err(HostError::invalid(format!(
             "{AT}: \"{language}\" is not a Tesseract language code (e.g. \"eng\", \"eng+deu\")"
-        ));
+        )));
     }
     let language = language.to_ascii_lowercase();
     let (pixels, width, height) = decode(bytes)?;
-    let api = tesseract::api().map_err(|e| format!("{AT}: {}", not_installed(&e, &language)))?;
+    let api = tesseract::api()
+        .map_err(|e| HostError::unavailable(format!("{AT}: {}", not_installed(&e, &language))))?;
     let mut engine = engine_for(api, &language)?;
-    read(&mut engine, &pixels, width, height)
+    let budget = std::time::Instant::now() + MAX_OCR_TIME;
+    let deadline = crate::call_deadline().map_or(budget, |run| run.min(budget));
+    read(&mut engine, &pixels, width, height, deadline)
 }
 
 /// The Debian package for one language's data (`chi_sim` -> `tesseract-ocr-chi-sim`).
@@ -131,13 +231,29 @@ fn is_language_code(language: &str) -> bool {
 }
 
 /// The image as 8-bit grey on white, with its width and height.
-fn decode(bytes: &[u8]) -> Result<(Vec<u8>, u32, u32), String> {
-    let not_decoded = |why: String| format!("{AT}: the image could not be decoded ({why})");
+fn decode(bytes: &[u8]) -> Result<(Vec<u8>, u32, u32), HostError> {
+    let not_decoded = |code: HostErrorCode, why: String| {
+        HostError::new(
+            code,
+            format!("{AT}: the image could not be decoded ({why})"),
+        )
+    };
+    // What the `image` crate says: a format or variant it does not read, one past the decode
+    // limits, or bytes broken past reading.
+    let image_error = |e: image::ImageError| {
+        let code = match e {
+            image::ImageError::Unsupported(_) => HostErrorCode::Unsupported,
+            image::ImageError::Limits(_) => HostErrorCode::LimitExceeded,
+            _ => HostErrorCode::MalformedInput,
+        };
+        not_decoded(code, e.to_string())
+    };
     let mut reader = ImageReader::new(Cursor::new(bytes))
         .with_guessed_format()
-        .map_err(|e| not_decoded(e.to_string()))?;
+        .map_err(|e| not_decoded(HostErrorCode::MalformedInput, e.to_string()))?;
     if reader.format().is_none() {
         return Err(not_decoded(
+            HostErrorCode::Unsupported,
             "it is not a PNG, JPEG, GIF, BMP, TIFF, WebP or PNM image".into(),
         ));
     }
@@ -146,22 +262,20 @@ fn decode(bytes: &[u8]) -> Result<(Vec<u8>, u32, u32), String> {
     limits.max_image_height = Some(MAX_OCR_SIDE);
     limits.max_alloc = Some(MAX_DECODE_ALLOC);
     reader.limits(limits);
-    let decoder = reader
-        .into_decoder()
-        .map_err(|e| not_decoded(e.to_string()))?;
+    let decoder = reader.into_decoder().map_err(image_error)?;
     let (width, height) = decoder.dimensions();
     let pixels = u64::from(width) * u64::from(height);
     if pixels > MAX_OCR_PIXELS || width > MAX_OCR_SIDE || height > MAX_OCR_SIDE {
-        return Err(format!(
+        return Err(HostError::limit(format!(
             "{AT}: the image is {width}x{height} pixels, over the {MAX_OCR_PIXELS} pixel limit ({MAX_OCR_SIDE} on a side)"
-        ));
+        )));
     }
     if pixels == 0 {
-        return Err(format!(
+        return Err(HostError::invalid(format!(
             "{AT}: the image is empty ({width}x{height} pixels)"
-        ));
+        )));
     }
-    let image = DynamicImage::from_decoder(decoder).map_err(|e| not_decoded(e.to_string()))?;
+    let image = DynamicImage::from_decoder(decoder).map_err(image_error)?;
     let grey = if image.color().has_alpha() {
         // Transparent pixels read as white paper, not as black ink.
         image
@@ -181,7 +295,7 @@ fn decode(bytes: &[u8]) -> Result<(Vec<u8>, u32, u32), String> {
 
 /// An engine for `language`. Each language of a `+` combination is first checked to load on
 /// its own (once per process), since Tesseract skips one that does not and carries on.
-fn engine_for(api: &'static tesseract::Api, language: &str) -> Result<Engine, String> {
+fn engine_for(api: &'static tesseract::Api, language: &str) -> Result<Engine, HostError> {
     if language.contains('+') {
         for part in language.split('+') {
             let known = LOADED
@@ -197,19 +311,39 @@ fn engine_for(api: &'static tesseract::Api, language: &str) -> Result<Engine, St
     new_engine(api, language)
 }
 
-fn new_engine(api: &'static tesseract::Api, language: &str) -> Result<Engine, String> {
+fn new_engine(api: &'static tesseract::Api, language: &str) -> Result<Engine, HostError> {
     let missing = || {
-        format!(
+        HostError::unavailable(format!(
             "{AT}: Tesseract has no language data for \"{language}\" on this host (Debian: apt-get install {})",
             language_package(language)
-        )
+        ))
     };
     let code = CString::new(language).map_err(|_| missing())?;
-    let mut engine = api
-        .engine()
-        .ok_or_else(|| format!("{AT}: Tesseract could not create an engine"))?;
-    if !engine.init(&code) {
-        return Err(missing());
+    let mut engine = api.engine().ok_or_else(|| {
+        HostError::unavailable(format!("{AT}: Tesseract could not create an engine"))
+    })?;
+    match LANGUAGE_SOURCE.get() {
+        // A process without file access (a confined sandbox worker): one language's data at a
+        // time, handed over in memory.
+        Some(_) if language.contains('+') => {
+            return Err(HostError::unsupported(format!(
+                "{AT}: combining languages (\"{language}\") is not available in a confined sandbox worker; recognize with one language at a time"
+            )));
+        }
+        Some(source) => {
+            // The source's sentence already names the call and what to install.
+            let data = given_data(source, language).map_err(HostError::unavailable)?;
+            if !engine.init_from_memory(&code, &data) {
+                return Err(HostError::unavailable(format!(
+                    "{AT}: Tesseract could not load the language data for \"{language}\" from memory (it needs Tesseract 4.1 or later)"
+                )));
+            }
+        }
+        None => {
+            if !engine.init(&code) {
+                return Err(missing());
+            }
+        }
     }
     if !language.contains('+') {
         LOADED
@@ -221,11 +355,23 @@ fn new_engine(api: &'static tesseract::Api, language: &str) -> Result<Engine, St
     Ok(engine)
 }
 
-/// Recognizes one grey image.
-fn read(engine: &mut Engine, pixels: &[u8], width: u32, height: u32) -> Result<Value, String> {
+/// Recognizes one grey image, stopping at `deadline`.
+fn read(
+    engine: &mut Engine,
+    pixels: &[u8],
+    width: u32,
+    height: u32,
+    deadline: std::time::Instant,
+) -> Result<Value, HostError> {
     let (text, confidence, tsv) = engine
-        .read(pixels, width, height)
-        .map_err(|what| format!("{AT}: Tesseract could not {what}"))?;
+        .read(pixels, width, height, deadline)
+        .map_err(|e| match e {
+            ReadError::Deadline => HostError::deadline(format!(
+                "{AT}: recognition stopped at its time limit (the run's deadline, or {} s for one image)",
+                MAX_OCR_TIME.as_secs()
+            )),
+            ReadError::Step(what) => HostError::internal(format!("{AT}: Tesseract could not {what}")),
+        })?;
     let words = words_of(&tsv)?;
     Ok(Value::Object(vec![
         ("text".into(), Value::String(text)),
@@ -236,7 +382,7 @@ fn read(engine: &mut Engine, pixels: &[u8], width: u32, height: u32) -> Result<V
 
 /// The words of Tesseract's TSV (level 5 rows: `level page block par line word left top width
 /// height conf text`).
-fn words_of(tsv: &str) -> Result<Vec<Value>, String> {
+fn words_of(tsv: &str) -> Result<Vec<Value>, HostError> {
     let rows: Vec<[&str; 12]> = tsv
         .lines()
         .filter_map(|line| {
@@ -246,10 +392,10 @@ fn words_of(tsv: &str) -> Result<Vec<Value>, String> {
         })
         .collect();
     if rows.len() > MAX_OCR_WORDS {
-        return Err(format!(
+        return Err(HostError::output(format!(
             "{AT}: {} words exceeds the {MAX_OCR_WORDS} word limit",
             rows.len()
-        ));
+        )));
     }
     let number = |s: &str| s.trim().parse::<f64>().unwrap_or(0.0);
     Ok(rows
@@ -273,10 +419,10 @@ fn words_of(tsv: &str) -> Result<Vec<Value>, String> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn call(bytes: Vec<u8>, language: Option<&str>) -> Result<Value, String> {
+    fn call(bytes: Vec<u8>, language: Option<&str>) -> Result<Value, HostError> {
         let mut args = vec![Value::Bytes(bytes)];
         if let Some(l) = language {
             args.push(Value::Object(vec![(
@@ -301,9 +447,9 @@ mod tests {
         for bad in ["en", "eng+", "eng+de", "e-n-g", "../eng", "eng deu"] {
             assert_eq!(
                 call(png(8, 8), Some(bad)),
-                Err(format!(
+                Err(HostError::invalid(format!(
                     "ocr.recognize: \"{bad}\" is not a Tesseract language code (e.g. \"eng\", \"eng+deu\")"
-                )),
+                ))),
                 "{bad}"
             );
         }
@@ -316,21 +462,27 @@ mod tests {
     fn bytes_that_are_not_an_image_are_a_clear_error() {
         let e = call(b"hello, not an image".to_vec(), None).err();
         assert_eq!(
-            e.as_deref(),
-            Some(
+            e,
+            Some(HostError::unsupported(
                 "ocr.recognize: the image could not be decoded (it is not a PNG, JPEG, GIF, BMP, TIFF, WebP or PNM image)"
-            )
+            ))
         );
         // A PNG signature with a broken body.
         let mut broken = png(8, 8);
         broken.truncate(40);
-        let e = call(broken, None).err().unwrap_or_default();
+        let e = call(broken, None)
+            .err()
+            .map(HostError::into_message)
+            .unwrap_or_default();
         assert!(
             e.starts_with("ocr.recognize: the image could not be decoded ("),
             "{e}"
         );
         assert_eq!(
-            recognize(&[Value::String("x".into())]).err().as_deref(),
+            recognize(&[Value::String("x".into())])
+                .err()
+                .map(HostError::into_message)
+                .as_deref(),
             Some(
                 "ocr.recognize: image must be a Uint8Array (e.g. from workspace.readBytes or response.bytes())"
             )
@@ -355,7 +507,10 @@ mod tests {
             header.extend_from_slice(chunk);
             header.extend_from_slice(&crc32(chunk).to_be_bytes());
         }
-        let e = call(header, None).err().unwrap_or_default();
+        let e = call(header, None)
+            .err()
+            .map(HostError::into_message)
+            .unwrap_or_default();
         assert_eq!(
             e,
             "ocr.recognize: the image is 30000x30000 pixels, over the 40000000 pixel limit (32767 on a side)"
@@ -369,14 +524,66 @@ mod tests {
         assert!(matches!(out.get("text"), Some(Value::String(t)) if t.trim().is_empty()));
     }
 
+    /// `side`×`side` grey noise, the pixels Tesseract finds hardest (minutes when unbounded).
+    fn noise(side: u32) -> Vec<u8> {
+        let mut state: u32 = 0x2545_f491;
+        (0..side * side)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 17;
+                state ^= state << 5;
+                (state >> 24) as u8
+            })
+            .collect()
+    }
+
+    #[test]
+    fn recognition_stops_at_the_deadline() {
+        let api = tesseract::api().unwrap_or_else(|e| panic!("{e:?}"));
+        let mut engine = engine_for(api, "eng").unwrap_or_else(|e| panic!("{e}"));
+        let pixels = noise(2000);
+        // A deadline already passed never starts Tesseract.
+        let past = std::time::Instant::now();
+        let e = read(&mut engine, &pixels, 2000, 2000, past)
+            .err()
+            .map(HostError::into_message)
+            .unwrap_or_default();
+        assert_eq!(
+            e,
+            "ocr.recognize: recognition stopped at its time limit (the run's deadline, or 30 s for one image)"
+        );
+        // A near one stops it part-way (unbounded, this page took 84 s).
+        let soon = std::time::Instant::now() + std::time::Duration::from_millis(300);
+        let e = read(&mut engine, &pixels, 2000, 2000, soon)
+            .err()
+            .map(HostError::into_message)
+            .unwrap_or_default();
+        assert!(e.contains("stopped at its time limit"), "{e}");
+        // The engine still reads the next image.
+        let out = read(
+            &mut engine,
+            &noise(16),
+            16,
+            16,
+            std::time::Instant::now() + MAX_OCR_TIME,
+        );
+        assert!(out.is_ok(), "{out:?}");
+    }
+
     #[test]
     fn an_unknown_language_is_named() {
-        let e = call(png(8, 8), Some("zzz")).err().unwrap_or_default();
+        let e = call(png(8, 8), Some("zzz"))
+            .err()
+            .map(HostError::into_message)
+            .unwrap_or_default();
         assert_eq!(
             e,
             "ocr.recognize: Tesseract has no language data for \"zzz\" on this host (Debian: apt-get install tesseract-ocr-zzz)"
         );
-        let e = call(png(8, 8), Some("eng+zzz")).err().unwrap_or_default();
+        let e = call(png(8, 8), Some("eng+zzz"))
+            .err()
+            .map(HostError::into_message)
+            .unwrap_or_default();
         assert!(e.contains("no language data for \"zzz\""), "{e}");
     }
 
@@ -408,7 +615,10 @@ mod tests {
             .map(|i| format!("5\t1\t1\t1\t1\t{i}\t0\t0\t1\t1\t90\tw\n"))
             .collect();
         assert_eq!(
-            words_of(&many).err().as_deref(),
+            words_of(&many)
+                .err()
+                .map(HostError::into_message)
+                .as_deref(),
             Some("ocr.recognize: 20002 words exceeds the 20000 word limit")
         );
     }
@@ -452,8 +662,8 @@ mod tests {
         );
     }
 
-    /// The CRC-32 PNG chunks carry.
-    fn crc32(bytes: &[u8]) -> u32 {
+    /// The CRC-32 PNG chunks and ZIP entries carry.
+    pub(crate) fn crc32(bytes: &[u8]) -> u32 {
         let mut crc = 0xffff_ffffu32;
         for &b in bytes {
             crc ^= u32::from(b);

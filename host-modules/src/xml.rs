@@ -10,22 +10,29 @@
 //! `attributes: false`). Comments, processing instructions, the DOCTYPE and the `<?xml ...?>`
 //! declaration are left out (fast-xml-parser keeps a `?xml` key; NodeTool does not).
 //!
+//! Line ends are normalised first, as XML requires (section 2.11): `\r\n` and a lone `\r`
+//! become `\n` everywhere, text, attribute values and CDATA alike (`&#13;` still decodes to CR).
+//!
 //! Entities: the five predefined ones and numeric character references are decoded (CDATA is
-//! kept verbatim); any other `&name;` stays as written. Nothing from a DTD is expanded, so no
+//! kept verbatim); any other `&name;` stays as written. A `&` that starts no reference is
+//! ill-formed, in text and in attribute values alike. Nothing from a DTD is expanded, so no
 //! external entity is ever fetched and no internal one can amplify the input.
 //!
 //! Well-formedness is checked while parsing (one root element, matching and closed tags,
-//! valid names, quoted and unique attributes, nothing but whitespace outside the root, the
-//! declaration only at the very start); a failure is `xml.parse: invalid XML (<message>)`.
+//! valid names, quoted and unique attributes with whitespace between them, nothing but
+//! whitespace outside the root, the declaration only at the very start); a failure is `xml.parse: invalid XML (<message>)`.
 //! The tree is built with an explicit stack capped at [`MAX_DEPTH`] open elements, so hostile
-//! nesting can neither recurse nor grow without bound.
+//! nesting can neither recurse nor grow without bound, and an element's attributes are checked
+//! for repeats through a set, so one element with 100,000 attributes is linear too.
 
-use std::collections::HashMap;
+use std::borrow::Cow;
+use std::collections::{HashMap, HashSet};
 
 use nodetool_protocol::value::Value;
 use quick_xml::Reader;
 use quick_xml::events::{BytesStart, Event};
 
+use crate::error::HostError;
 use crate::limits::{bool_option, options_of, require_text};
 
 const AT: &str = "xml.parse";
@@ -40,11 +47,29 @@ const TEXT_KEY: &str = "#text";
 const ATTRIBUTE_PREFIX: &str = "@_";
 
 /// `parse(text, {attributes=true})` -> a plain object.
-pub fn parse(args: &[Value]) -> Result<Value, String> {
+pub fn parse(args: &[Value]) -> Result<Value, HostError> {
     let text = require_text(AT, args.first(), "text")?;
     let attributes = bool_option(options_of(args.get(1)), "attributes", true);
     let text = text.strip_prefix('\u{feff}').unwrap_or(text);
-    build(text, attributes).map_err(|message| format!("{AT}: {message}"))
+    let text = normalise_line_ends(text);
+    build(&text, attributes)
+}
+
+/// XML's end-of-line handling: `\r\n` and a lone `\r` become `\n`.
+fn normalise_line_ends(text: &str) -> Cow<'_, str> {
+    if !text.contains('\r') {
+        return Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    while let Some(cr) = rest.find('\r') {
+        out.push_str(&rest[..cr]);
+        out.push('\n');
+        rest = &rest[cr + 1..];
+        rest = rest.strip_prefix('\n').unwrap_or(rest);
+    }
+    out.push_str(rest);
+    Cow::Owned(out)
 }
 
 /// One open element while its content is read.
@@ -128,10 +153,11 @@ struct Document {
     started: bool,
 }
 
-fn build(text: &str, keep_attributes: bool) -> Result<Value, String> {
+fn build(text: &str, keep_attributes: bool) -> Result<Value, HostError> {
     let mut reader = Reader::from_str(text);
     let config = reader.config_mut();
-    config.allow_dangling_amp = true;
+    // A `&` that starts no reference is an error (`Event::GeneralRef` carries the rest).
+    config.allow_dangling_amp = false;
     config.check_end_names = true;
     config.expand_empty_elements = false;
     config.trim_text(false);
@@ -162,12 +188,11 @@ fn build(text: &str, keep_attributes: bool) -> Result<Value, String> {
                 ));
             }
             Event::Start(start) => {
-                let frame = open(&start, keep_attributes)
-                    .map_err(|message| located(text, &message, at()))?;
+                let frame = open(&start, keep_attributes, |message| {
+                    located(text, message, at())
+                })?;
                 if stack.len() >= MAX_DEPTH {
-                    return Err(format!(
-                        "elements nest deeper than the {MAX_DEPTH} level limit"
-                    ));
+                    return Err(too_deep());
                 }
                 if let Some(parent) = stack.last_mut() {
                     parent.flush();
@@ -175,12 +200,11 @@ fn build(text: &str, keep_attributes: bool) -> Result<Value, String> {
                 stack.push(frame);
             }
             Event::Empty(start) => {
-                let frame = open(&start, keep_attributes)
-                    .map_err(|message| located(text, &message, at()))?;
+                let frame = open(&start, keep_attributes, |message| {
+                    located(text, message, at())
+                })?;
                 if stack.len() >= MAX_DEPTH {
-                    return Err(format!(
-                        "elements nest deeper than the {MAX_DEPTH} level limit"
-                    ));
+                    return Err(too_deep());
                 }
                 close(&mut stack, &mut document, frame);
             }
@@ -196,6 +220,9 @@ fn build(text: &str, keep_attributes: bool) -> Result<Value, String> {
                 None if js_trim(&utf8(&run)).is_empty() => {}
                 None => return Err(located(text, "text outside the root element", at())),
             },
+            Event::GeneralRef(reference) if !is_reference(&reference) => {
+                return Err(located(text, NOT_A_REFERENCE, at()));
+            }
             Event::GeneralRef(reference) => match stack.last_mut() {
                 Some(frame) => {
                     frame.pending.push('&');
@@ -231,7 +258,9 @@ fn build(text: &str, keep_attributes: bool) -> Result<Value, String> {
     }
     match document.root {
         Some((name, value)) => Ok(Value::Object(vec![(name, value)])),
-        None => Err("invalid XML (no root element)".into()),
+        None => Err(HostError::malformed(format!(
+            "{AT}: invalid XML (no root element)"
+        ))),
     }
 }
 
@@ -247,29 +276,110 @@ fn close(stack: &mut [Frame], document: &mut Document, frame: Frame) {
     }
 }
 
-/// A start tag's frame: its name and (when kept) its attributes, both checked.
-fn open(start: &BytesStart<'_>, keep_attributes: bool) -> Result<Frame, String> {
+/// The depth cap's error.
+fn too_deep() -> HostError {
+    HostError::limit(format!(
+        "{AT}: elements nest deeper than the {MAX_DEPTH} level limit"
+    ))
+}
+
+/// A start tag's frame: its name and (when kept) its attributes, both checked; `located` makes
+/// a reason the error at the tag.
+fn open(
+    start: &BytesStart<'_>,
+    keep_attributes: bool,
+    located: impl Fn(&str) -> HostError,
+) -> Result<Frame, HostError> {
     let name = utf8(start.name().as_ref()).into_owned();
     if !is_xml_name(&name) {
-        return Err(format!("{name:?} is not a valid tag name"));
+        return Err(located(&format!("{name:?} is not a valid tag name")));
     }
     let mut attributes = Vec::new();
-    for attribute in start.attributes() {
-        let attribute = attribute.map_err(|e| format!("error while parsing attribute: {e}"))?;
+    // quick-xml's own repeat check compares each key with every earlier one (quadratic in the
+    // attributes of one element); a set does it in linear time.
+    let mut keys: HashSet<&[u8]> = HashSet::new();
+    let raw = start.attributes_raw();
+    for attribute in start.attributes().with_checks(false) {
+        let attribute =
+            attribute.map_err(|e| located(&format!("error while parsing attribute: {e}")))?;
         let key = utf8(attribute.key.as_ref());
         if !is_xml_name(&key) {
-            return Err(format!("{key:?} is not a valid attribute name"));
+            return Err(located(&format!("{key:?} is not a valid attribute name")));
+        }
+        if !keys.insert(attribute.key.0) {
+            return Err(located(&format!("attribute {key:?} is repeated")));
+        }
+        if let Some(message) = bare_ampersand(&attribute.value) {
+            return Err(located(&format!("attribute {key:?}: {message}")));
         }
         if keep_attributes {
             let value = decode_entities(js_trim(&utf8(&attribute.value)));
             attributes.push((format!("{ATTRIBUTE_PREFIX}{key}"), Value::String(value)));
         }
     }
+    if let Some(message) = unseparated_attribute(raw) {
+        return Err(located(&message));
+    }
     Ok(Frame::new(name, attributes))
 }
 
+/// An attribute value that closes its quote and is followed by anything but whitespace or the
+/// end of the tag (`a="1"b="2"`), which XML forbids.
+fn unseparated_attribute(raw: &[u8]) -> Option<String> {
+    let mut quote: Option<u8> = None;
+    let mut just_closed = false;
+    for (i, &b) in raw.iter().enumerate() {
+        if std::mem::take(&mut just_closed) && !matches!(b, b' ' | b'\t' | b'\n' | b'\r') {
+            let next: String = String::from_utf8_lossy(&raw[i..])
+                .chars()
+                .take_while(|c| !matches!(c, ' ' | '=' | '\t' | '\n' | '\r'))
+                .take(40)
+                .collect();
+            return Some(format!("attribute {next:?} has no whitespace before it"));
+        }
+        match quote {
+            Some(q) if b == q => {
+                quote = None;
+                just_closed = true;
+            }
+            Some(_) => {}
+            None if b == b'"' || b == b'\'' => quote = Some(b),
+            None => {}
+        }
+    }
+    None
+}
+
+/// Why a raw attribute value holds a `&` that starts no reference, if it does.
+fn bare_ampersand(value: &[u8]) -> Option<&'static str> {
+    let mut rest = value;
+    while let Some(amp) = rest.iter().position(|&b| b == b'&') {
+        let after = &rest[amp + 1..];
+        let end = after.iter().position(|&b| b == b';');
+        if !end.is_some_and(|end| is_reference(&after[..end])) {
+            return Some(NOT_A_REFERENCE);
+        }
+        rest = end.map_or(&[][..], |end| &after[end + 1..]);
+    }
+    None
+}
+
+const NOT_A_REFERENCE: &str = "a \"&\" that starts no reference (write &amp;)";
+
+/// Whether what stands between `&` and `;` is a reference's name: an XML name, `#` digits or
+/// `#x` hex digits.
+fn is_reference(name: &[u8]) -> bool {
+    match name.strip_prefix(b"#") {
+        Some(number) => match number.strip_prefix(b"x") {
+            Some(hex) => !hex.is_empty() && hex.iter().all(u8::is_ascii_hexdigit),
+            None => !number.is_empty() && number.iter().all(u8::is_ascii_digit),
+        },
+        None => std::str::from_utf8(name).is_ok_and(is_xml_name),
+    }
+}
+
 /// `invalid XML (<message> at line N)`.
-fn located(text: &str, message: &str, offset: u64) -> String {
+fn located(text: &str, message: &str, offset: u64) -> HostError {
     let offset = usize::try_from(offset)
         .unwrap_or(usize::MAX)
         .min(text.len());
@@ -278,7 +388,7 @@ fn located(text: &str, message: &str, offset: u64) -> String {
         .filter(|&&b| b == b'\n')
         .count()
         + 1;
-    format!("invalid XML ({message} at line {line})")
+    HostError::malformed(format!("{AT}: invalid XML ({message} at line {line})"))
 }
 
 /// Input slices split at ASCII markup, so they are always UTF-8; lossy keeps that a non-issue.
@@ -360,6 +470,7 @@ fn is_name_start(c: char) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::error::HostErrorCode;
     use nodetool_protocol::limits::MAX_HOST_INPUT_CHARS;
 
     fn s(v: &str) -> Value {
@@ -375,12 +486,18 @@ mod tests {
         )
     }
 
+    /// The value, or the message of a malformed-input error.
     fn xml(text: &str) -> Result<Value, String> {
-        parse(&[s(text)])
+        parse(&[s(text)]).map_err(malformed)
     }
 
     fn no_attributes(text: &str) -> Result<Value, String> {
-        parse(&[s(text), obj(&[("attributes", Value::Bool(false))])])
+        parse(&[s(text), obj(&[("attributes", Value::Bool(false))])]).map_err(malformed)
+    }
+
+    fn malformed(e: HostError) -> String {
+        assert_eq!(e.code(), HostErrorCode::MalformedInput, "{e}");
+        e.into_message()
     }
 
     #[test]
@@ -481,9 +598,9 @@ mod tests {
             xml("<a>&lt;&gt;&amp;&apos;&quot;&#65;&#x42;&#x1F600;</a>"),
             Ok(obj(&[("a", s("<>&'\"AB😀"))]))
         );
-        // Unknown entities and dangling ampersands stay as written; `&amp;lt;` is one level.
+        // Unknown entities stay as written; `&amp;lt;` is one level.
         assert_eq!(
-            xml("<a>Tom & Jerry &nbsp; &amp;lt; &#0; &#xD800;</a>"),
+            xml("<a>Tom &amp; Jerry &nbsp; &amp;lt; &#0; &#xD800;</a>"),
             Ok(obj(&[("a", s("Tom & Jerry &nbsp; &lt; &#0; &#xD800;"))]))
         );
         assert_eq!(
@@ -567,8 +684,71 @@ mod tests {
         assert!(invalid("<a>\n<b>\n</c>\n</a>").ends_with("at line 3)"));
         assert_eq!(
             parse(&[Value::Null]),
-            Err("xml.parse: text must be a string".into())
+            Err(HostError::invalid("xml.parse: text must be a string"))
         );
+    }
+
+    #[test]
+    fn line_ends_are_normalised() {
+        assert_eq!(xml("<a>x\r\ny\rz</a>"), Ok(obj(&[("a", s("x\ny\nz"))])));
+        assert_eq!(
+            xml("<a t=\"1\r\n2\"><![CDATA[p\r\nq]]></a>"),
+            Ok(obj(&[(
+                "a",
+                obj(&[("#text", s("p\nq")), ("@_t", s("1\n2"))])
+            )]))
+        );
+        // A character reference is not a line end in the input: it stays a CR.
+        assert_eq!(xml("<a>x&#13;y</a>"), Ok(obj(&[("a", s("x\ry"))])));
+        // Lines are still counted right in messages.
+        assert!(xml("<a>\r\n<b>\r\n</c>\r\n</a>").is_err_and(|m| m.ends_with("at line 3)")));
+    }
+
+    #[test]
+    fn bare_ampersands_and_unseparated_attributes_are_ill_formed() {
+        for text in [
+            "<a>Tom & Jerry</a>",
+            "<a>&</a>",
+            "<a>x &; y</a>",
+            "<a t=\"x & y\"/>",
+            "<a t=\"&#;\"/>",
+            "<a t=\"&#xZ;\"/>",
+            "<a t=\"&\"/>",
+            r#"<a b="1"c="2"/>"#,
+            r#"<a b='1'c="2">x</a>"#,
+        ] {
+            assert!(
+                xml(text).is_err_and(|m| m.starts_with("xml.parse: invalid XML (")),
+                "{text:?} was accepted"
+            );
+        }
+        assert!(xml(r#"<a b="1"c="2"/>"#).is_err_and(|m| m.contains("\"c\" has no whitespace")));
+        assert_eq!(
+            xml("<a t=\"&amp;&#38;&#x26;&nbsp;\" u='\"'\tv=\"'\"\n/>"),
+            Ok(obj(&[(
+                "a",
+                obj(&[("@_t", s("&&&&nbsp;")), ("@_u", s("\"")), ("@_v", s("'"))])
+            )]))
+        );
+    }
+
+    #[test]
+    fn many_attributes_on_one_element_stay_linear() {
+        // 100,000 attributes: quick-xml's pairwise repeat check would be 5·10⁹ comparisons.
+        let n = 100_000;
+        let text = format!(
+            "<r{}/>",
+            (0..n).map(|i| format!(" a{i}=\"{i}\"")).collect::<String>()
+        );
+        let Ok(Value::Object(root)) = xml(&text) else {
+            panic!("parse failed")
+        };
+        assert!(matches!(&root[0].1, Value::Object(members) if members.len() == n));
+        let repeated = format!(
+            "<r{} a7=\"again\"/>",
+            (0..n).map(|i| format!(" a{i}=\"{i}\"")).collect::<String>()
+        );
+        assert!(xml(&repeated).is_err_and(|m| m.contains("attribute \"a7\" is repeated")));
     }
 
     #[test]
@@ -583,7 +763,10 @@ mod tests {
             value = members.pop().map_or(Value::Null, |(_, v)| v);
         }
         assert_eq!((depth, value), (MAX_DEPTH, s("")));
-        let message = Err("xml.parse: elements nest deeper than the 512 level limit".to_string());
+        let message = Err(HostError::limit(
+            "xml.parse: elements nest deeper than the 512 level limit",
+        ));
+        let xml = |text: &str| parse(&[s(text)]);
         assert_eq!(xml(&nested(MAX_DEPTH + 1)), message);
         assert_eq!(
             xml(&format!(
@@ -603,8 +786,11 @@ mod tests {
         assert_eq!(xml(&format!("<a>{body}</a>")), Ok(obj(&[("a", s(&body))])));
         let over = format!("<a>{body}x</a>");
         assert_eq!(
-            xml(&over),
-            Err("xml.parse: input exceeds the 5242880 character limit".into())
+            parse(&[s(&over)]),
+            Err(HostError::new(
+                HostErrorCode::InputTooLarge,
+                "xml.parse: input exceeds the 5242880 character limit"
+            ))
         );
     }
 

@@ -13,6 +13,11 @@
 //! (whatever the guest does with them, e.g. `workspace.writeBytes`, applies its own path rules).
 //! Directory entries are skipped. The reader lists each name once (a name stored twice keeps
 //! its last entry, as an object would).
+//!
+//! Names are decoded as `unzip` shows them on a UTF-8 system: the Info-ZIP Unicode Path extra
+//! field (0x7075) when its checksum matches the stored name, else UTF-8 when the UTF-8 flag is
+//! set or the stored bytes are valid UTF-8 (Info-ZIP's `zip` on Linux stores UTF-8 names
+//! without the flag), and CP437 only for bytes that are not UTF-8.
 
 use std::io::{Cursor, Read, Write};
 
@@ -20,6 +25,7 @@ use ::zip::write::SimpleFileOptions;
 use ::zip::{CompressionMethod, ZipArchive, ZipWriter};
 use nodetool_protocol::value::Value;
 
+use crate::error::{HostError, HostErrorCode};
 use crate::limits::require_bytes;
 
 /// The most bytes one `unzip` may inflate, over all entries (50 MiB).
@@ -38,24 +44,40 @@ enum UnzipFailure {
     /// The running total passed the cap; `inflated` is how many bytes had actually been
     /// inflated when it stopped (at most the cap plus one).
     TooLarge { inflated: u64 },
-    /// One entry could not be read (encrypted, an unsupported method, corrupt data).
-    Entry { name: String, reason: String },
+    /// One entry could not be read (encrypted, an unsupported method, corrupt data);
+    /// `unsupported` when the reader says it is a variant it does not implement.
+    Entry {
+        name: String,
+        reason: String,
+        unsupported: bool,
+    },
 }
 
 impl UnzipFailure {
-    fn message(&self, cap: u64) -> String {
+    fn error(&self, cap: u64) -> HostError {
         const AT: &str = "zip.unzip";
         match self {
-            UnzipFailure::NotZip(reason) => format!("{AT}: not a ZIP archive ({reason})"),
-            UnzipFailure::TooManyEntries(n) => {
-                format!("{AT}: the archive has {n} entries, over the {MAX_ZIP_ENTRIES} entry limit")
+            UnzipFailure::NotZip(reason) => {
+                HostError::malformed(format!("{AT}: not a ZIP archive ({reason})"))
             }
+            UnzipFailure::TooManyEntries(n) => HostError::limit(format!(
+                "{AT}: the archive has {n} entries, over the {MAX_ZIP_ENTRIES} entry limit"
+            )),
             UnzipFailure::TooLarge { .. } => {
-                format!("{AT}: archive inflates past the {cap} byte limit")
+                HostError::limit(format!("{AT}: archive inflates past the {cap} byte limit"))
             }
-            UnzipFailure::Entry { name, reason } => {
-                format!("{AT}: entry {name:?} could not be read ({reason})")
-            }
+            UnzipFailure::Entry {
+                name,
+                reason,
+                unsupported,
+            } => HostError::new(
+                if *unsupported {
+                    HostErrorCode::Unsupported
+                } else {
+                    HostErrorCode::MalformedInput
+                },
+                format!("{AT}: entry {name:?} could not be read ({reason})"),
+            ),
         }
     }
 }
@@ -71,17 +93,27 @@ fn inflate(bytes: &[u8], cap: u64) -> Result<Vec<(String, Vec<u8>)>, UnzipFailur
     let mut entries: Vec<(String, Vec<u8>)> = Vec::with_capacity(archive.len());
     let (mut total, mut compressed) = (0u64, 0u64);
     for index in 0..archive.len() {
-        let name = archive
+        let listed = archive
             .name_for_index(index)
             .unwrap_or_default()
             .to_string();
-        let entry_error = |reason: String| UnzipFailure::Entry {
-            name: name.clone(),
+        let entry_error = |name: &str, reason: String, unsupported: bool| UnzipFailure::Entry {
+            name: name.to_string(),
             reason,
+            unsupported,
         };
-        let entry = archive
-            .by_index(index)
-            .map_err(|e| entry_error(e.to_string()))?;
+        let entry = archive.by_index(index).map_err(|e| {
+            let unsupported = matches!(e, ::zip::result::ZipError::UnsupportedArchive(_));
+            entry_error(&listed, e.to_string(), unsupported)
+        })?;
+        // The reader has already put a valid Unicode Path field in place of the stored name
+        // (and set the flag); a name stored without the flag it decoded as CP437, which is
+        // only right when the bytes are not UTF-8.
+        let name = match std::str::from_utf8(entry.name_raw()) {
+            Ok(utf8) => utf8.to_string(),
+            Err(_) => listed,
+        };
+        let entry_error = |reason: String| entry_error(&name, reason, false);
         if entry.is_dir() {
             continue;
         }
@@ -121,7 +153,7 @@ fn inflate(bytes: &[u8], cap: u64) -> Result<Vec<(String, Vec<u8>)>, UnzipFailur
 /// `unzip(bytes)` -> `{path: Uint8Array}` for every file entry (directories skipped), at most
 /// [`MAX_UNZIP_TOTAL_BYTES`] inflated in all. A ZIP inside the archive comes back as bytes: one
 /// level only.
-pub fn unzip(args: &[Value]) -> Result<Value, String> {
+pub fn unzip(args: &[Value]) -> Result<Value, HostError> {
     let bytes = require_bytes("zip.unzip", args.first(), "bytes")?;
     match inflate(bytes, MAX_UNZIP_TOTAL_BYTES) {
         Ok(entries) => Ok(Value::Object(
@@ -130,7 +162,7 @@ pub fn unzip(args: &[Value]) -> Result<Value, String> {
                 .map(|(name, data)| (name, Value::Bytes(data)))
                 .collect(),
         )),
-        Err(failure) => Err(failure.message(MAX_UNZIP_TOTAL_BYTES)),
+        Err(failure) => Err(failure.error(MAX_UNZIP_TOTAL_BYTES)),
     }
 }
 
@@ -138,18 +170,18 @@ pub fn unzip(args: &[Value]) -> Result<Value, String> {
 /// string (strings are UTF-8 encoded), at most [`MAX_ZIP_ENTRIES`] entries and
 /// [`MAX_UNZIP_TOTAL_BYTES`] in all, so whatever `zip` builds `unzip` can read back. Entries keep
 /// the object's order and a fixed timestamp (1980-01-01), so equal input gives equal bytes.
-pub fn zip(args: &[Value]) -> Result<Value, String> {
+pub fn zip(args: &[Value]) -> Result<Value, HostError> {
     const AT: &str = "zip.zip";
     let Some(Value::Object(members)) = args.first() else {
-        return Err(format!(
+        return Err(HostError::invalid(format!(
             "{AT}: files must be an object of name -> Uint8Array or string"
-        ));
+        )));
     };
     if members.len() > MAX_ZIP_ENTRIES {
-        return Err(format!(
+        return Err(HostError::limit(format!(
             "{AT}: {} entries exceeds the {MAX_ZIP_ENTRIES} entry limit",
             members.len()
-        ));
+        )));
     }
     // Every entry is checked, and the total bounded, before any compression work.
     let mut entries: Vec<(&str, &[u8])> = Vec::with_capacity(members.len());
@@ -159,36 +191,45 @@ pub fn zip(args: &[Value]) -> Result<Value, String> {
             Value::Bytes(b) => b,
             Value::String(s) => s.as_bytes(),
             _ => {
-                return Err(format!(
+                return Err(HostError::invalid(format!(
                     "{AT}: entry {name:?} must be a Uint8Array or string"
-                ));
+                )));
             }
         };
         total = total.saturating_add(data.len() as u64);
         if total > MAX_UNZIP_TOTAL_BYTES {
-            return Err(format!(
+            return Err(HostError::limit(format!(
                 "{AT}: entries exceed the {MAX_UNZIP_TOTAL_BYTES} byte limit"
-            ));
+            )));
         }
         entries.push((name, data));
     }
     let options = SimpleFileOptions::default().compression_method(CompressionMethod::Deflated);
     let mut writer = ZipWriter::new(Cursor::new(Vec::new()));
     for (name, data) in entries {
-        let failed =
-            |e: &dyn std::fmt::Display| format!("{AT}: entry {name:?} could not be written ({e})");
+        // Writing to memory fails only on a bug.
+        let failed = |e: &dyn std::fmt::Display| {
+            HostError::new(
+                HostErrorCode::Internal,
+                format!("{AT}: entry {name:?} could not be written ({e})"),
+            )
+        };
         writer.start_file(name, options).map_err(|e| failed(&e))?;
         writer.write_all(data).map_err(|e| failed(&e))?;
     }
-    let archive = writer
-        .finish()
-        .map_err(|e| format!("{AT}: the archive could not be finished ({e})"))?;
+    let archive = writer.finish().map_err(|e| {
+        HostError::new(
+            HostErrorCode::Internal,
+            format!("{AT}: the archive could not be finished ({e})"),
+        )
+    })?;
     Ok(Value::Bytes(archive.into_inner()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::ocr::tests::crc32;
 
     const MIB: usize = 1024 * 1024;
     const LIMIT: &str = "zip.unzip: archive inflates past the 52428800 byte limit";
@@ -202,7 +243,7 @@ mod tests {
         )
     }
 
-    fn bytes_of(v: Result<Value, String>) -> Vec<u8> {
+    fn bytes_of(v: Result<Value, HostError>) -> Vec<u8> {
         match v {
             Ok(Value::Bytes(b)) => b,
             other => panic!("expected bytes, got {other:?}"),
@@ -289,6 +330,87 @@ mod tests {
         );
     }
 
+    /// An archive of one stored entry whose name bytes are `stored` with no UTF-8 flag (as
+    /// Info-ZIP writes it on Linux), with a Unicode Path field of `unicode` when given. Built by
+    /// hand: the zip crate's writer refuses to write that field itself.
+    fn archive_named(stored: &[u8], unicode: Option<(&str, u32)>) -> Vec<u8> {
+        let data = b"hi";
+        let mut extra = Vec::new();
+        if let Some((name, crc)) = unicode {
+            extra.extend_from_slice(&0x7075u16.to_le_bytes());
+            extra.extend_from_slice(&(5 + name.len() as u16).to_le_bytes());
+            extra.push(1);
+            extra.extend_from_slice(&crc.to_le_bytes());
+            extra.extend_from_slice(name.as_bytes());
+        }
+        let u16s = |out: &mut Vec<u8>, values: &[u16]| {
+            for v in values {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+        };
+        let (name_len, extra_len, size) =
+            (stored.len() as u16, extra.len() as u16, data.len() as u32);
+        let crc = crc32(data);
+        let mut out = 0x0403_4b50u32.to_le_bytes().to_vec();
+        u16s(&mut out, &[20, 0, 0, 0, 0x21]);
+        for v in [crc, size, size] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        u16s(&mut out, &[name_len, extra_len]);
+        out.extend_from_slice(stored);
+        out.extend_from_slice(&extra);
+        out.extend_from_slice(data);
+        let central = out.len() as u32;
+        out.extend_from_slice(&0x0201_4b50u32.to_le_bytes());
+        u16s(&mut out, &[0x031e, 20, 0, 0, 0, 0x21]);
+        for v in [crc, size, size] {
+            out.extend_from_slice(&v.to_le_bytes());
+        }
+        u16s(&mut out, &[name_len, extra_len, 0, 0, 0]);
+        out.extend_from_slice(&[0; 8]);
+        out.extend_from_slice(stored);
+        out.extend_from_slice(&extra);
+        let central_len = out.len() as u32 - central;
+        out.extend_from_slice(&0x0605_4b50u32.to_le_bytes());
+        u16s(&mut out, &[0, 0, 1, 1]);
+        out.extend_from_slice(&central_len.to_le_bytes());
+        out.extend_from_slice(&central.to_le_bytes());
+        u16s(&mut out, &[0]);
+        out
+    }
+
+    fn names(bytes: Vec<u8>) -> Vec<String> {
+        match unzip(&[Value::Bytes(bytes)]) {
+            Ok(Value::Object(members)) => members.into_iter().map(|(k, _)| k).collect(),
+            other => panic!("unzip: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn names_are_decoded_as_unzip_shows_them() {
+        let utf8 = "ünïcødé/fïle.txt";
+        // Info-ZIP on Linux: UTF-8 bytes, no flag (decoded as CP437 this read ├╝n├»c├╕d├⌐).
+        assert_eq!(names(archive_named(utf8.as_bytes(), None)), [utf8]);
+        // The same with its Unicode Path field.
+        let field = Some((utf8, crc32(utf8.as_bytes())));
+        assert_eq!(names(archive_named(utf8.as_bytes(), field)), [utf8]);
+        // A CP437 name (0x81 is ü there) with a Unicode Path field: the field wins.
+        let cp437 = b"\x81ber.txt";
+        let field = Some(("über.txt", crc32(cp437)));
+        assert_eq!(names(archive_named(cp437, field)), ["über.txt"]);
+        // Without the field, bytes that are not UTF-8 are CP437.
+        assert_eq!(names(archive_named(cp437, None)), ["über.txt"]);
+        assert_eq!(names(archive_named(b"\x82t\x82.txt", None)), ["été.txt"]);
+        // A field whose checksum is not the stored name's is not believed.
+        let stale = Some(("other.txt", 0x1234_5678));
+        let out = unzip(&[Value::Bytes(archive_named(cp437, stale))]);
+        assert!(
+            matches!(&out, Ok(Value::Object(m)) if m[0].0 == "über.txt")
+                || matches!(&out, Err(e) if e.message().starts_with("zip.unzip: ")),
+            "{out:?}"
+        );
+    }
+
     #[test]
     fn the_bomb_is_stopped_at_the_cap() {
         let archive = bomb(120, MIB);
@@ -305,8 +427,8 @@ mod tests {
             Err(UnzipFailure::TooLarge { inflated: cap })
         );
         assert_eq!(
-            unzip(&[Value::Bytes(archive.clone())]).err().as_deref(),
-            Some(LIMIT)
+            unzip(&[Value::Bytes(archive.clone())]).err(),
+            Some(HostError::limit(LIMIT))
         );
         // Lying headers: the limited reader stops one byte past the cap.
         let liar = lie_about_sizes(archive);
@@ -314,7 +436,10 @@ mod tests {
             inflate(&liar, cap),
             Err(UnzipFailure::TooLarge { inflated: cap + 1 })
         );
-        assert_eq!(unzip(&[Value::Bytes(liar)]).err().as_deref(), Some(LIMIT));
+        assert_eq!(
+            unzip(&[Value::Bytes(liar)]).err(),
+            Some(HostError::limit(LIMIT))
+        );
     }
 
     #[test]
@@ -390,7 +515,10 @@ mod tests {
             }
             at = next;
         }
-        let e = unzip(&[Value::Bytes(archive)]).err().unwrap_or_default();
+        let e = unzip(&[Value::Bytes(archive)])
+            .err()
+            .map(HostError::into_message)
+            .unwrap_or_default();
         assert!(
             e.starts_with("zip.unzip: not a ZIP archive (its entries claim more compressed data than the archive's ")
                 && e.ends_with(" bytes; entries that overlap are refused)"),
@@ -414,7 +542,10 @@ mod tests {
             ]))
         );
         // Unzipping the inner archive in turn meets the same cap.
-        assert_eq!(unzip(&[Value::Bytes(inner)]).err().as_deref(), Some(LIMIT));
+        assert_eq!(
+            unzip(&[Value::Bytes(inner)]).err(),
+            Some(HostError::limit(LIMIT))
+        );
     }
 
     #[test]
@@ -444,7 +575,9 @@ mod tests {
         let archive = w.finish().unwrap_or_else(|e| panic!("{e}")).into_inner();
         assert_eq!(
             unzip(&[Value::Bytes(archive)]),
-            Err("zip.unzip: the archive has 10001 entries, over the 10000 entry limit".into())
+            Err(HostError::limit(
+                "zip.unzip: the archive has 10001 entries, over the 10000 entry limit"
+            ))
         );
         let many = Value::Object(
             (0..=MAX_ZIP_ENTRIES)
@@ -453,7 +586,9 @@ mod tests {
         );
         assert_eq!(
             zip(&[many]),
-            Err("zip.zip: 10001 entries exceeds the 10000 entry limit".into())
+            Err(HostError::limit(
+                "zip.zip: 10001 entries exceeds the 10000 entry limit"
+            ))
         );
     }
 
@@ -462,7 +597,10 @@ mod tests {
         for garbage in [&b"not a zip at all"[..], b"", b"PK\x05\x06"] {
             let e = unzip(&[Value::Bytes(garbage.to_vec())])
                 .err()
-                .unwrap_or_default();
+                .map(|e| (e.code(), e.into_message()));
+            let Some((HostErrorCode::MalformedInput, e)) = e else {
+                panic!("{e:?}")
+            };
             assert!(
                 e.starts_with("zip.unzip: not a ZIP archive (") && e.ends_with(')'),
                 "{e}"
@@ -470,12 +608,22 @@ mod tests {
         }
         assert_eq!(
             unzip(&[Value::String("PK".into())]),
-            Err("zip.unzip: bytes must be a Uint8Array (e.g. from workspace.readBytes or response.bytes())".into())
+            Err(HostError::invalid(
+                "zip.unzip: bytes must be a Uint8Array (e.g. from workspace.readBytes or response.bytes())"
+            ))
         );
-        assert_eq!(unzip(&[]), Err("zip.unzip: bytes must be a Uint8Array (e.g. from workspace.readBytes or response.bytes())".into()));
+        assert_eq!(
+            unzip(&[]),
+            Err(HostError::invalid(
+                "zip.unzip: bytes must be a Uint8Array (e.g. from workspace.readBytes or response.bytes())"
+            ))
+        );
         assert_eq!(
             unzip(&[Value::Bytes(vec![0; 10 * MIB + 1])]),
-            Err("zip.unzip: input exceeds the 10485760 byte limit".into())
+            Err(HostError::new(
+                HostErrorCode::InputTooLarge,
+                "zip.unzip: input exceeds the 10485760 byte limit"
+            ))
         );
 
         // A corrupted entry names itself.
@@ -484,7 +632,10 @@ mod tests {
             Value::String("hello hello hello".repeat(50)),
         )])]));
         archive[40] ^= 0xff;
-        let e = unzip(&[Value::Bytes(archive)]).err().unwrap_or_default();
+        let e = unzip(&[Value::Bytes(archive)])
+            .err()
+            .map(HostError::into_message)
+            .unwrap_or_default();
         assert!(
             e.starts_with("zip.unzip: entry \"a.txt\" could not be read ("),
             "{e}"
@@ -497,19 +648,23 @@ mod tests {
             Value::Null,
             Value::Bytes(vec![]),
         ] {
-            assert_eq!(zip(&[bad]), Err(files_message.into()));
+            assert_eq!(zip(&[bad]), Err(HostError::invalid(files_message)));
         }
-        assert_eq!(zip(&[]), Err(files_message.into()));
+        assert_eq!(zip(&[]), Err(HostError::invalid(files_message)));
         assert_eq!(
             zip(&[object(vec![
                 ("ok", Value::String("x".into())),
                 ("n", Value::Number(1.0))
             ])]),
-            Err("zip.zip: entry \"n\" must be a Uint8Array or string".into())
+            Err(HostError::invalid(
+                "zip.zip: entry \"n\" must be a Uint8Array or string"
+            ))
         );
         assert_eq!(
             zip(&[object(vec![("nested", object(vec![]))])]),
-            Err("zip.zip: entry \"nested\" must be a Uint8Array or string".into())
+            Err(HostError::invalid(
+                "zip.zip: entry \"nested\" must be a Uint8Array or string"
+            ))
         );
         let half = || Value::Bytes(vec![0; 25 * MIB]);
         assert!(zip(&[object(vec![("a", half()), ("b", half())])]).is_ok());
@@ -519,9 +674,10 @@ mod tests {
                 ("b", half()),
                 ("c", Value::String("x".into()))
             ])])
-            .err()
-            .as_deref(),
-            Some("zip.zip: entries exceed the 52428800 byte limit")
+            .err(),
+            Some(HostError::limit(
+                "zip.zip: entries exceed the 52428800 byte limit"
+            ))
         );
     }
 }

@@ -218,6 +218,17 @@ status_codes! {
     /// (the OCR pack without Tesseract or its English data). The module still resolves; its
     /// calls fail naming what to install. Never produced by discovery, which loads no library.
     HostLibraryMissing = "host-library-missing",
+    // Identity: which pack a name and a consent stand for.
+    /// An installed pack has the name of a pack shipped with NodeTool and is used instead of
+    /// it (the shipped copy is set aside). Installing such a name from a local tarball or
+    /// directory takes `packs install --allow-reserved-name`.
+    ShippedPackShadowed = "shipped-pack-shadowed",
+    /// The operator allowed a pack of this name, but for another identity (another integrity
+    /// or content digest, or the shipped pack): the pack is untrusted until allowed again.
+    ConsentIdentityChanged = "consent-identity-changed",
+    /// The pack is allowed by an allowlist entry that records no identity (written before
+    /// consent recorded one); it stays trusted, and `packs allow` records its identity.
+    ConsentIdentityUnrecorded = "consent-identity-unrecorded",
     // Resolution.
     /// No installed pack offers the specifier.
     ModuleNotFound = "module-not-found",

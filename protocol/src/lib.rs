@@ -24,7 +24,10 @@
 //! ```
 
 pub mod catalog;
+pub mod codes;
+pub mod env;
 pub mod facade;
+pub mod hex;
 pub mod host;
 pub mod limits;
 pub mod manifest;
@@ -54,11 +57,70 @@ struct PackageJson {
 
 /// The JSON Schema of a pack's `package.json` as NodeTool reads it. Pack authors point their
 /// editors at the committed copy; a test fails when that copy drifts from this.
+///
+/// A module entry is discriminated on `kind` with `if`/`then` branches rather than the
+/// `oneOf` serde's tagged enum generates: with `oneOf`, one typo in `kind` fails every branch
+/// and an editor reports each branch's errors; here `kind` is checked once against its three
+/// values, and only the branch it names applies.
 pub fn manifest_json_schema() -> serde_json::Value {
     let generator = schemars::generate::SchemaSettings::draft2020_12()
         .for_deserialize()
         .into_generator();
-    generator.into_root_schema_for::<PackageJson>().to_value()
+    let mut schema = generator.into_root_schema_for::<PackageJson>().to_value();
+    if let Some(root) = schema.as_object_mut() {
+        root.insert("$id".into(), MANIFEST_SCHEMA_ID.into());
+    }
+    if let Some(entry) = schema.pointer_mut("/$defs/ModuleEntry") {
+        discriminate_on_kind(entry);
+    }
+    // `nodetool: null` is allowed, but an object is checked against the block directly (an
+    // `anyOf` with null would report only that neither branch matched).
+    if let Some(block) = schema.pointer_mut("/properties/nodetool")
+        && let Some(object) = block.as_object_mut()
+        && let Some(serde_json::Value::Array(branches)) = object.remove("anyOf")
+    {
+        let reference = branches.into_iter().find(|b| b.get("$ref").is_some());
+        if let Some(reference) = reference {
+            object.insert("if".into(), serde_json::json!({ "type": "object" }));
+            object.insert("then".into(), reference);
+            object.insert("else".into(), serde_json::json!({ "type": "null" }));
+        }
+    }
+    schema
+}
+
+/// The schema's `$id`: a name for it, not a place to fetch it from.
+pub const MANIFEST_SCHEMA_ID: &str = "urn:nodetool-sandbox:schema:nodetool-manifest:1";
+
+/// Rewrites `{"oneOf": [branch...]}`, each branch with a `kind` const, as one object whose
+/// `kind` is an enum and whose `allOf` holds an `if kind == K then branch` per kind.
+fn discriminate_on_kind(entry: &mut serde_json::Value) {
+    let Some(branches) = entry.get("oneOf").and_then(|b| b.as_array()).cloned() else {
+        return;
+    };
+    let mut kinds = Vec::new();
+    let mut cases = Vec::new();
+    for branch in branches {
+        let Some(kind) = branch.pointer("/properties/kind/const").cloned() else {
+            return;
+        };
+        kinds.push(kind.clone());
+        cases.push(serde_json::json!({
+            "if": { "properties": { "kind": { "const": kind } }, "required": ["kind"] },
+            "then": branch,
+        }));
+    }
+    let description = entry.get("description").cloned();
+    let mut out = serde_json::json!({
+        "type": "object",
+        "properties": { "kind": { "enum": kinds, "description": "What the module is: `js` (an authored file or an npm library), `wasm` or `host`." } },
+        "required": ["kind", "name"],
+        "allOf": cases,
+    });
+    if let (Some(object), Some(description)) = (out.as_object_mut(), description) {
+        object.insert("description".into(), description);
+    }
+    *entry = out;
 }
 
 /// The committed schema file's path relative to the workspace root.

@@ -468,7 +468,27 @@ fn check_npm_name(npm: &str) -> Result<(), &'static str> {
     if npm.to_ascii_lowercase().contains('%') {
         return Err("npm name contains encoded path traversal");
     }
-    check_package_name(npm).map_err(|_| "npm must name a package")
+    // A package name, then an optional subpath its `exports` map serves (`csv-parse/sync`).
+    let package_len = match npm.strip_prefix('@') {
+        Some(scoped) => scoped
+            .match_indices('/')
+            .nth(1)
+            .map_or(npm.len(), |(at, _)| at + 1),
+        None => npm.find('/').unwrap_or(npm.len()),
+    };
+    let (package, subpath) = npm.split_at(package_len);
+    check_package_name(package).map_err(|_| "npm must name a package")?;
+    if let Some(subpath) = subpath.strip_prefix('/') {
+        let segment_ok = |s: &str| {
+            s.chars().next().is_some_and(|c| c.is_ascii_alphanumeric())
+                && s.chars()
+                    .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '-'))
+        };
+        if !subpath.split('/').all(segment_ok) {
+            return Err("npm subpath must be plain segments (letters, digits, ., _, -)");
+        }
+    }
+    Ok(())
 }
 
 fn validate_wasm(
@@ -761,6 +781,29 @@ mod tests {
         ] }))
             .contains("duplicate npm module x")
         );
+        // A subpath served by the package's exports map is allowed; a path trick is not.
+        for ok in ["csv-parse/sync", "@scope/pkg/sub/path", "ramda/es"] {
+            assert!(
+                parse_manifest(
+                    &json!({ "sandboxModules": [{ "name": ".", "kind": "js", "npm": ok }] })
+                )
+                .is_ok(),
+                "{ok}"
+            );
+        }
+        for bad in [
+            "csv-parse/../x",
+            "csv-parse/",
+            "csv-parse//x",
+            "csv-parse/.hidden",
+            "@scope/",
+        ] {
+            assert!(
+                one_error(json!({ "sandboxModules": [{ "name": ".", "kind": "js", "npm": bad }] }))
+                    .contains("npm"),
+                "{bad}"
+            );
+        }
     }
 
     #[test]

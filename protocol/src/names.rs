@@ -117,16 +117,32 @@ pub fn check_module_name(name: &str) -> Result<(), &'static str> {
     Ok(())
 }
 
+/// A scope or bare-name part: `[A-Za-z0-9._~-]`, not empty, never starting with `.` (which
+/// also refuses `.` and `..`: a part is a directory name under `node_modules`).
 fn is_package_segment(s: &str) -> bool {
     !s.is_empty()
-        && s != "."
-        && s != ".."
+        && !s.starts_with('.')
         && s.chars()
             .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '_' | '~' | '-'))
 }
 
-/// An npm package name: `name` or `@scope/name` of `[a-z0-9._~-]` (any case), at most 214
-/// characters. A segment that is `.` or `..` is refused as well, which npm's own pattern allows.
+/// Names npm refuses outright (its blacklist).
+const BLACKLISTED_PACKAGE_NAMES: [&str; 2] = ["node_modules", "favicon.ico"];
+
+/// The name of a package that may exist: npm's rules for every package name, old or new
+/// (`validate-npm-package-name`'s errors), and the one rule the sandbox adds. `name` or
+/// `@scope/name`; each part of `[A-Za-z0-9._~-]` and not starting with `.` (npm refuses a
+/// leading `.` on the whole name; the sandbox on every part, so `.`, `..` and hidden
+/// directories are never a pack); an unscoped name not starting with `_` and not
+/// `node_modules` or `favicon.ico`; at most 214 characters.
+///
+/// Capital letters are allowed: npm still serves packages published with them before it
+/// refused them, and discovery reports two packs whose names differ only in case as one
+/// duplicate specifier rather than refusing either. A name a pack is *created* under must pass
+/// [`check_new_package_name`] as well.
+///
+/// The one package-name rule of the workspace: discovery, the manifest's `npm` field, the
+/// install front end and the scaffold all call it (or [`check_new_package_name`]).
 pub fn check_package_name(name: &str) -> Result<(), &'static str> {
     if name.len() > MAX_PACKAGE_NAME_CHARS {
         return Err("package name is longer than 214 characters");
@@ -136,13 +152,46 @@ pub fn check_package_name(name: &str) -> Result<(), &'static str> {
             Some((scope, bare)) => is_package_segment(scope) && is_package_segment(bare),
             None => false,
         },
-        None => is_package_segment(name),
+        None => {
+            is_package_segment(name)
+                && !name.starts_with('_')
+                && !BLACKLISTED_PACKAGE_NAMES.contains(&name)
+        }
     };
     if ok {
         Ok(())
     } else {
         Err("is not a valid npm package name")
     }
+}
+
+/// The name a new package may be published under: [`check_package_name`], and npm's rules for
+/// new packages: no capital letters and no `~` (npm refuses `~'!()*` in a new name; the rest
+/// never pass [`check_package_name`]).
+pub fn check_new_package_name(name: &str) -> Result<(), &'static str> {
+    check_package_name(name)?;
+    if name.chars().any(|c| c.is_ascii_uppercase()) {
+        return Err("is not a valid name for a new npm package: capital letters are not allowed");
+    }
+    if name.contains('~') {
+        return Err("is not a valid name for a new npm package: '~' is not allowed");
+    }
+    Ok(())
+}
+
+/// The npm scope of NodeTool's own packs (the shipped packs, and the packs the host-module
+/// registry pins: `@nodetool-ai/sandbox-<id>`).
+pub const FIRST_PARTY_SCOPE: &str = "@nodetool-ai";
+
+/// Whether `name` is reserved for NodeTool's own packs: any name in [`FIRST_PARTY_SCOPE`],
+/// the scope compared without regard to ASCII case (so `@NodeTool-AI/x` is reserved too). The
+/// one place this rule lives: `packs install` refuses a local tarball or directory of such a
+/// name without an explicit override, and discovery warns when an installed pack of a shipped
+/// pack's name is used instead of it.
+pub fn is_reserved_package_name(name: &str) -> bool {
+    name.split_once('/').is_some_and(|(scope, bare)| {
+        scope.eq_ignore_ascii_case(FIRST_PARTY_SCOPE) && !bare.is_empty()
+    })
 }
 
 /// The one specifier rule: a pack's root module (`"."`) is imported by the package name, any
@@ -282,6 +331,70 @@ mod tests {
         assert!(check_package_name("..").is_err());
         assert!(check_package_name("@../x").is_err());
         assert!(check_package_name(&"a".repeat(215)).is_err());
+    }
+
+    /// The cases where the install front end's own validator and this one used to disagree,
+    /// each answered by npm's rules.
+    #[test]
+    fn package_names_where_the_two_validators_disagreed() {
+        // A leading `.` or `_`: npm refuses both on a name (install refused, discovery took).
+        for refused in [".hidden", "_private", "@acme/.hidden", "@.acme/x"] {
+            assert!(check_package_name(refused).is_err(), "{refused}");
+        }
+        // npm's blacklist (neither refused it).
+        for refused in ["node_modules", "favicon.ico"] {
+            assert!(check_package_name(refused).is_err(), "{refused}");
+        }
+        // A scoped part may start with `_` on npm (install refused it).
+        assert!(check_package_name("@acme/_x").is_ok());
+        assert!(check_package_name("@acme/node_modules").is_ok());
+        // Capital letters: an existing package may have them (install refused, discovery took);
+        // a new one may not.
+        assert!(check_package_name("@ACME/Geo").is_ok());
+        assert!(check_package_name("JSONStream").is_ok());
+        assert!(check_new_package_name("@ACME/Geo").is_err());
+        assert!(check_new_package_name("JSONStream").is_err());
+        // `~`: legal in an existing name, not in a new one (both took it).
+        assert!(check_package_name("a~b").is_ok());
+        assert!(check_new_package_name("a~b").is_err());
+        // What both took, npm takes.
+        for fine in ["left-pad", "@acme/nodetool-geo", "a.b", "a_b", "@a/b-c.d"] {
+            assert!(check_new_package_name(fine).is_ok(), "{fine}");
+        }
+        // Length counts the whole name, scope included.
+        let long = format!("@acme/{}", "a".repeat(208));
+        assert!(check_package_name(&long).is_ok());
+        assert!(check_package_name(&format!("{long}a")).is_err());
+    }
+
+    #[test]
+    fn first_party_names_are_reserved() {
+        for reserved in [
+            "@nodetool-ai/sandbox-geo",
+            "@nodetool-ai/anything",
+            "@NodeTool-AI/sandbox-geo",
+        ] {
+            assert!(is_reserved_package_name(reserved), "{reserved}");
+        }
+        for free in [
+            "@acme/sandbox-geo",
+            "nodetool-ai",
+            "@nodetool-ai",
+            "@nodetool-ai/",
+            "@nodetool-aix/geo",
+            "sandbox-geo",
+            "",
+        ] {
+            assert!(!is_reserved_package_name(free), "{free}");
+        }
+        // Every pack the host-module registry pins is first-party.
+        for module in crate::host::HOST_MODULES {
+            assert!(
+                is_reserved_package_name(module.pack_name),
+                "{}",
+                module.pack_name
+            );
+        }
     }
 
     #[test]

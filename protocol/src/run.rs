@@ -39,6 +39,8 @@ error_codes! {
     ModuleNotFound = "module-not-found",
     /// The body imports a module that is discovered but not executable (e.g. not compiled).
     ModuleUnavailable = "module-unavailable",
+    /// The body imports a name its module does not export (a link error, placed on the name).
+    MissingExport = "missing-export",
     /// The run passed its deadline.
     Timeout = "timeout",
     /// The run exhausted its memory limit.
@@ -57,6 +59,10 @@ error_codes! {
     /// the engine or a native library, a failed allocation outside every budget); the message
     /// names the signal. Nothing else was affected, and the next run gets a fresh worker.
     SandboxCrashed = "sandbox-crashed",
+    /// The sandbox worker's confinement refused an operation the run needed (opening a file, a
+    /// socket, a process); the message names the operation when it is known. Runs never reach
+    /// the host's files, network or processes but through the capabilities they were granted.
+    SandboxDenied = "sandbox-denied",
 }
 
 impl fmt::Display for RunErrorCode {
@@ -81,6 +87,11 @@ pub struct RunError {
     /// The specifier involved (denials, missing modules).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub specifier: Option<String>,
+    /// Where an uncaught throw came from, innermost first, at most a few frames: `at f
+    /// (body:3:5)` for the body, `at g (pack::file:12:3)` for a pack's file. Never an engine
+    /// module id or a path.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub stack: Vec<String>,
 }
 
 impl RunError {
@@ -92,6 +103,7 @@ impl RunError {
             line: None,
             column: None,
             specifier: None,
+            stack: Vec::new(),
         }
     }
 }

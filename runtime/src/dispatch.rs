@@ -148,21 +148,49 @@ impl<T> Future for Delivered<T> {
     }
 }
 
+/// A future and the handle that settles it, for an answer another thread (or a channel's
+/// reader) will deliver.
+pub fn answer_slot<T>() -> (Deliver<T>, Delivered<T>) {
+    let slot: Shared<T> = std::sync::Arc::new(std::sync::Mutex::new(Slot {
+        answer: None,
+        waker: None,
+    }));
+    (Deliver(std::sync::Arc::clone(&slot)), Delivered(slot))
+}
+
+/// Waits on this thread for `future` (its waker unparks the thread).
+pub fn block_on<F: Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl std::task::Wake for Unpark {
+        fn wake(self: std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+        fn wake_by_ref(self: &std::sync::Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = std::task::Waker::from(std::sync::Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let std::task::Poll::Ready(answer) = future.as_mut().poll(&mut cx) {
+            return answer;
+        }
+        std::thread::park();
+    }
+}
+
 /// Runs `work` on a thread of its own, counted as host work ([`host_work_running`]) until the
 /// thread ends (so work that outlives its answer, such as freeing what it was made from, is
 /// still counted), and returns the future of what `work` delivers.
 pub fn on_own_thread<T: Send + 'static>(
     work: impl FnOnce(Deliver<T>) + Send + 'static,
 ) -> Delivered<T> {
-    let slot: Shared<T> = std::sync::Arc::new(std::sync::Mutex::new(Slot {
-        answer: None,
-        waker: None,
-    }));
-    let deliver = Deliver(std::sync::Arc::clone(&slot));
+    let (deliver, delivered) = answer_slot();
     let running = HostWork::start();
     std::thread::spawn(move || {
         let _running = running;
         work(deliver);
     });
-    Delivered(slot)
+    delivered
 }

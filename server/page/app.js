@@ -170,24 +170,61 @@ function renderMarkdown(text) {
 
 // ---------------------------------------------------------------- the pack list
 
+/** The import line a body starts with to use `specifier`. */
+function importLine(specifier) {
+  return `import * as mod from ${JSON.stringify(specifier)};`;
+}
+
+/** A button that copies `text`, saying so for a moment. */
+function copyButton(text, label) {
+  const button = el("button", { type: "button", className: "copy", "data-copy": text, "aria-label": label }, "Copy");
+  button.addEventListener("click", async () => {
+    try {
+      await navigator.clipboard.writeText(text);
+      button.textContent = "Copied";
+    } catch (_) {
+      button.textContent = "Select and copy";
+    }
+    setTimeout(() => { button.textContent = "Copy"; }, 1500);
+  });
+  return button;
+}
+
 function moduleTable(modules) {
   if (!modules.length) return el("p", { className: "muted" }, "No importable module.");
   return el("table", { className: "modules" },
-    el("thead", {}, el("tr", {}, el("th", {}, "Specifier"), el("th", {}, "Kind"), el("th", {}, "What it does"))),
+    el("thead", {}, el("tr", {}, el("th", {}, "Import"), el("th", {}, "Kind"), el("th", {}, "What it does"))),
     el("tbody", {}, modules.map((m) => el("tr", { "data-specifier": m.specifier },
-      el("td", {}, el("code", {}, m.specifier)),
+      el("td", { className: "import" },
+        el("code", { className: "specifier" }, m.specifier), " ",
+        copyButton(importLine(m.specifier), "Copy the import line of " + m.specifier)),
       el("td", {}, el("span", { className: "kind kind-" + m.kind }, m.kind)),
       el("td", {}, m.description || "")))));
 }
 
+function diagnosticItem(d) {
+  return el("li", { className: "diagnostic level-" + d.status, "data-code": d.code },
+    el("div", {}, el("span", { className: "level" }, d.status), " ", el("code", {}, d.code),
+      d.specifier ? [" ", el("code", { className: "muted specifier" }, d.specifier)] : null),
+    el("div", { className: "message" }, d.message),
+    d.status === "ready" ? null : el("div", { className: "advice" }, el("strong", {}, "What to do: "), d.advice));
+}
+
+/** Problems first, listed; READY notes (nothing to do) folded under their own summary and not
+ * counted as diagnostics. */
 function diagnosticList(diagnostics) {
-  if (!diagnostics.length) return null;
-  return el("ul", { className: "diagnostics" }, diagnostics.map((d) =>
-    el("li", { className: "diagnostic level-" + d.status, "data-code": d.code },
-      el("div", {}, el("span", { className: "level" }, d.status), " ", el("code", {}, d.code),
-        d.specifier ? [" ", el("code", { className: "muted" }, d.specifier)] : null),
-      el("div", { className: "message" }, d.message),
-      el("div", { className: "advice" }, el("strong", {}, "What to do: "), d.advice))));
+  const problems = diagnostics.filter((d) => d.status !== "ready");
+  const ready = diagnostics.filter((d) => d.status === "ready");
+  return [
+    problems.length
+      ? el("ul", { className: "diagnostics", "data-count": problems.length }, problems.map(diagnosticItem))
+      : null,
+    ready.length
+      ? el("details", { className: "ready-notes" },
+        el("summary", {}, `${ready.length} ready note(s): nothing to do`),
+        el("ul", { className: "diagnostics" }, ready.map(diagnosticItem)))
+      : null,
+  ];
 }
 
 function docsPanel(pack) {
@@ -207,8 +244,8 @@ function docsPanel(pack) {
     }
     holder.append(
       el("p", { className: body.trusted ? "trust trusted" : "trust untrusted" },
-        body.trusted ? "Trusted pack: agents read these docs as an ordinary skill."
-          : "Untrusted pack: agents read these docs only as untrusted reference data."),
+        body.trusted ? "Allowed for agents: they read these docs as an ordinary skill."
+          : "Not allowed for agents: they read these docs only as untrusted reference data."),
       renderMarkdown(body.skill.body));
   });
   return details;
@@ -220,22 +257,28 @@ function installLine(pack) {
   const install = pack.install;
   if (!install) return null;
   return el("p", { className: "install", "data-install-mode": install.mode, "data-active": String(install.active) },
-    el("span", { className: "chip install-mode" }, install.mode),
+    el("span", { className: "chip install-mode", title: "install mode" }, "install mode: " + install.mode),
     " ",
     el("span", { className: "chip " + (install.active ? "active" : "inactive") }, install.active ? "active" : "inactive"),
     " ",
     el("span", { className: "muted" }, `install scripts ${install.scripts} — ${install.meaning}`),
     !install.active && (install.mode === "register" || install.mode === "hybrid")
-      ? [" ", el("span", {}, "Trust and rebuild with "), el("code", {}, `nodetool packs trust ${pack.name}`)]
+      ? [" ", el("span", {}, "Rebuild with scripts: "), el("code", {}, `nodetool packs rebuild ${pack.name}`)]
       : null);
 }
 
+/** The words for whether agents may use a pack (the legend above the list explains them). */
+function agentsLabel(mode) {
+  return mode === "trusted" ? "allowed for agents" : "not allowed for agents";
+}
+
 function packCard(pack) {
-  return el("article", { className: "pack", "data-pack": pack.name, "data-mode": pack.mode },
+  const searchable = [pack.name, ...pack.modules.map((m) => m.specifier + " " + (m.description || ""))]
+    .join(" ").toLowerCase();
+  return el("article", { className: "pack", "data-pack": pack.name, "data-mode": pack.mode, "data-search": searchable },
     el("header", {},
       el("h2", {}, pack.name, pack.version ? el("span", { className: "version" }, " " + pack.version) : null),
-      el("span", { className: "mode mode-" + pack.mode, title: pack.modeSentence }, pack.mode)),
-    el("p", { className: "mode-sentence muted" }, pack.modeSentence),
+      el("span", { className: "mode mode-" + pack.mode, title: pack.modeSentence }, agentsLabel(pack.mode))),
     installLine(pack),
     moduleTable(pack.modules),
     diagnosticList(pack.diagnostics),
@@ -251,11 +294,36 @@ async function loadPacks() {
     section.append(el("p", { className: "error" }, (body && body.detail) || "The packs could not be loaded."));
   } else {
     document.getElementById("consent").textContent = body.consent;
-    if (!body.packs.length) section.append(el("p", { className: "muted" }, "No sandbox pack is installed."));
+    // The legend says once what each card's label means, in the server's words.
+    const sentences = new Map(body.packs.map((p) => [p.mode, p.modeSentence]));
+    if (sentences.has("trusted")) document.getElementById("legend-trusted").textContent = sentences.get("trusted");
+    if (sentences.has("untrusted")) document.getElementById("legend-untrusted").textContent = sentences.get("untrusted");
+    if (!body.packs.length) {
+      section.append(el("div", { className: "empty", id: "empty-state" },
+        el("p", {}, "No sandbox pack is on this server's search path."),
+        el("p", {}, "Install one with ", el("code", {}, "nodetool packs install NAME"),
+          ", or write one (", el("code", {}, "nodetool packs new @scope/name --kind js"),
+          ") and serve its root with ", el("code", {}, "nodetool serve --packs DIR"),
+          "; then press Reload packs.")));
+    }
     for (const pack of body.packs) section.append(packCard(pack));
+    applyFilter();
   }
   section.setAttribute("aria-busy", "false");
   section.dataset.loaded = String(Date.now());
+}
+
+/** Shows only the cards whose name, specifiers or descriptions hold every word typed. */
+function applyFilter() {
+  const words = document.getElementById("filter").value.toLowerCase().split(/\s+/).filter(Boolean);
+  const cards = [...document.querySelectorAll("article.pack")];
+  let shown = 0;
+  for (const card of cards) {
+    const match = words.every((w) => card.dataset.search.includes(w));
+    card.hidden = !match;
+    if (match) shown++;
+  }
+  document.getElementById("filter-count").textContent = words.length ? `${shown} of ${cards.length} pack(s)` : "";
 }
 
 async function reload() {
@@ -290,12 +358,22 @@ function sourceWithMark(code, line, column) {
       el("span", { className: "gutter" }, String(n).padStart(width, " ")), " ", text);
     rows.push(row);
     if (n === line && column) {
+      // Columns count code points, as the server's do.
+      const lead = [...text].slice(0, column - 1).join("").replace(/[^\t]/g, " ");
       rows.push(el("div", { className: "line caret" },
         el("span", { className: "gutter" }, " ".repeat(width)), " ",
-        text.slice(0, column - 1).replace(/[^\t]/g, " ") + "^"));
+        lead, el("span", { className: "caret-mark" }, "^")));
     }
   }
   return el("pre", { className: "source" }, rows);
+}
+
+/** Scrolls a source frame sideways so its caret is in view (a long line would hide it). */
+function scrollToCaret(frame) {
+  const mark = frame && frame.querySelector(".caret-mark");
+  if (!mark) return;
+  const left = mark.offsetLeft - frame.clientWidth / 2;
+  frame.scrollLeft = Math.max(0, left);
 }
 
 function logList(logs) {
@@ -332,12 +410,17 @@ function showOutcome(code, answer, target, prefix) {
     return;
   }
   const error = body.error;
+  const frame = error.line ? sourceWithMark(code, error.line, error.column) : null;
   show("error",
     el("h3", {}, "Error"),
     el("p", { id: prefix + "error", className: "error" }, el("code", {}, error.code), ": ", error.message,
       error.line ? ` (line ${error.line}${error.column ? `, column ${error.column}` : ""})` : ""),
-    error.line ? sourceWithMark(code, error.line, error.column) : null,
+    frame,
+    Array.isArray(error.stack) && error.stack.length
+      ? el("pre", { className: "stack", "aria-label": "Where it was thrown" }, error.stack.join("\n"))
+      : null,
     logList(body.logs));
+  scrollToCaret(frame);
 }
 
 // ---------------------------------------------------------------- the browser runner
@@ -378,14 +461,17 @@ async function runOnServer(code, input) {
 /** What both sides answered, without timings and logs order aside: the same or not. */
 function agreement(server, browser) {
   const note = document.getElementById("agreement");
+  // Agreement is the result, or the error's code, message and position: all of them.
   const essence = (a) => a.status === 200 && a.body
-    ? JSON.stringify(a.body.ok ? { ok: true, result: a.body.result } : { ok: false, code: a.body.error.code, line: a.body.error.line })
+    ? JSON.stringify(a.body.ok
+      ? { ok: true, result: a.body.result }
+      : { ok: false, code: a.body.error.code, message: a.body.error.message, line: a.body.error.line ?? null, column: a.body.error.column ?? null })
     : null;
   const s = essence(server);
   const b = essence(browser);
   note.className = s !== null && s === b ? "agree" : "differ";
   note.textContent = s === null || b === null ? "" : s === b
-    ? "The server and the browser agree."
+    ? "The server and the browser agree: the same result, or the same error code, message and position."
     : "The server and the browser answered differently.";
 }
 
@@ -393,12 +479,23 @@ async function run() {
   const code = document.getElementById("code").value;
   const status = document.getElementById("run-status");
   let input;
+  const inputBox = document.getElementById("input");
+  const inputError = document.getElementById("input-error");
   try {
-    input = JSON.parse(document.getElementById("input").value || "{}");
+    input = JSON.parse(inputBox.value || "{}");
+    if (input === null || typeof input !== "object" || Array.isArray(input)) {
+      throw new Error("it must be a JSON object, such as {\"text\": \"hi\"}");
+    }
   } catch (e) {
-    status.textContent = "inputs is not valid JSON: " + e.message;
+    inputBox.setAttribute("aria-invalid", "true");
+    inputError.textContent = "inputs is not valid: " + e.message;
+    inputError.hidden = false;
+    inputBox.focus();
     return;
   }
+  inputBox.removeAttribute("aria-invalid");
+  inputError.hidden = true;
+  inputError.textContent = "";
   status.textContent = "Running…";
   const button = document.getElementById("run");
   button.disabled = true;
@@ -435,6 +532,7 @@ async function run() {
 document.addEventListener("DOMContentLoaded", () => {
   document.getElementById("reload").addEventListener("click", reload);
   document.getElementById("run").addEventListener("click", run);
+  document.getElementById("filter").addEventListener("input", applyFilter);
   document.getElementById("code").addEventListener("keydown", (event) => {
     if (event.key === "Enter" && (event.ctrlKey || event.metaKey)) run();
   });

@@ -23,9 +23,9 @@ use crate::error::ApiError;
 pub const CONSENT: &str =
     "Importing a package runs it inside your workflows with the node's capabilities.";
 
-/// What each trust mode means.
-const TRUSTED: &str = "Trusted: its SKILL.md registers as an ordinary agent skill, and CodeAct sessions allow it by default. It still runs only inside the sandbox.";
-const UNTRUSTED: &str = "Untrusted: its SKILL.md reaches agents only as untrusted reference data, and a CodeAct session must name it to import it. Trust it with `nodetool packs allow`.";
+/// What being allowed for agents (`nodetool packs allow`) means, and not being.
+const TRUSTED: &str = "Allowed for agents: its SKILL.md registers as an ordinary agent skill, and CodeAct sessions allow it by default. It still runs only inside the sandbox.";
+const UNTRUSTED: &str = "Not allowed for agents: its SKILL.md reaches agents only as untrusted reference data, and a CodeAct session must name it to import it. Allow it with `nodetool packs allow NAME`.";
 
 /// `GET /api/packs/sandbox-modules`.
 pub async fn packs_list(State(state): State<AppState>) -> Json<JsonValue> {

@@ -569,6 +569,11 @@ pub struct ServeArgs {
     /// can stop the server.
     #[arg(long)]
     pub in_process: bool,
+    /// Serve with sandbox workers even where they cannot be confined (no seccomp: another OS,
+    /// an old kernel, a container that forbids it); without this flag (or
+    /// NODETOOL_ALLOW_UNCONFINED=1) such a host refuses to start.
+    #[arg(long)]
+    pub allow_unconfined: bool,
     /// A further name the server answers to in the Host header (repeatable): NAME matches any
     /// port, NAME:PORT only that one. Without one, only localhost and IP addresses with the
     /// bound port are answered (a DNS-rebinding guard).
@@ -739,6 +744,7 @@ pub fn serve_blocking(
     // npm modules come from the compiler's cache (`nodetool packs compile` fills it); one that
     // nothing compiled yet is `pending-compile`, and a reload picks up what was compiled since.
     let cache = nodetool_compiler::Cache::new(nodetool_compiler::cache_root(&env.cache_home()));
+    let unconfined_by_env = env.allow_unconfined;
     let source = Arc::new(Discovery {
         sources: PackSources {
             explicit: packs,
@@ -765,6 +771,10 @@ pub fn serve_blocking(
                 args.grace_ms,
                 args.recycle_after,
             )
+            .map(|mut options| {
+                options.allow_unconfined |= args.allow_unconfined || unconfined_by_env;
+                options
+            })
             .map_err(ServeError::Config)?,
         )
     };

@@ -228,7 +228,12 @@ fn the_packages_page_shows_the_packs_and_runs_a_body_in_chromium() {
             "the agreement line",
             "document.getElementById('agreement').textContent",
         );
-        assert_eq!(agreement, json!("The server and the browser agree."));
+        assert_eq!(
+            agreement,
+            json!(
+                "The server and the browser agree: the same result, or the same error code, message and position."
+            )
+        );
     } else {
         assert_eq!(state, json!("rejected"));
     }
@@ -507,4 +512,260 @@ fn with_a_token_the_page_asks_once_and_both_sides_run_and_reload() {
         status.as_str().is_some_and(|s| s.starts_with("Reloaded")),
         "{status}"
     );
+}
+
+/// The page's states: one legend instead of a sentence per card, READY notes folded and not
+/// counted, the filter box, a copy button per import line, an input error shown as an error,
+/// a code frame scrolled to a caret far along its line, the empty state naming the next
+/// command, and a default body that runs with no pack at all.
+#[test]
+fn the_packages_page_states_in_chromium() {
+    let Some((chromium, runner_built)) = chromium_and_runner() else {
+        return;
+    };
+    let world = World::shipped_packs();
+    let server = ServerProcess::start(&world, &[]);
+    let mut page = Page::open(&chromium);
+    let cdp = &mut page;
+    cdp.must("Page.navigate", json!({ "url": server.url("/") }));
+    let count = cdp.wait_for(
+        "the pack list",
+        "document.querySelector('#packs')?.dataset.loaded ? document.querySelectorAll('article.pack').length : 0",
+    );
+    let total = count.as_u64().unwrap_or(0);
+    assert!(total >= 6, "{count}");
+    let layout = cdp.eval(
+        r#"(() => ({
+            legend: document.querySelectorAll('#legend dt').length,
+            sentences: document.querySelectorAll('article.pack .mode-sentence').length,
+            labels: [...new Set([...document.querySelectorAll('article.pack .mode')].map((m) => m.textContent))],
+            readyListed: document.querySelectorAll('ul.diagnostics:not(details.ready-notes ul) li.level-ready').length,
+            copies: document.querySelectorAll('tr[data-specifier] button.copy').length,
+            rows: document.querySelectorAll('tr[data-specifier]').length,
+            copyText: document.querySelector('tr[data-specifier="@nodetool-ai/sandbox-geo"] button.copy')?.dataset.copy,
+        }))()"#,
+    );
+    assert_eq!(layout["legend"], 2, "{layout}");
+    assert_eq!(layout["sentences"], 0, "{layout}");
+    assert_eq!(
+        layout["labels"],
+        json!(["not allowed for agents"]),
+        "{layout}"
+    );
+    assert_eq!(layout["readyListed"], 0, "{layout}");
+    assert_eq!(layout["copies"], layout["rows"], "{layout}");
+    assert_eq!(
+        layout["copyText"],
+        json!("import * as mod from \"@nodetool-ai/sandbox-geo\";")
+    );
+    // READY notes (nothing to do) fold under their own summary and are not counted.
+    let folded = cdp.eval(
+        r#"(() => {
+            const parts = diagnosticList([
+                { status: "ready", code: "npm-module-compiled", message: "compiled", advice: "Nothing to do." },
+                { status: "warning", code: "skill-missing", message: "no SKILL.md", advice: "Add one." },
+                { status: "ready", code: "npm-module-compiled", message: "compiled too", advice: "Nothing to do." },
+            ]).filter(Boolean);
+            const holder = document.createElement("div");
+            holder.append(...parts);
+            return {
+                listed: holder.querySelector(":scope > ul.diagnostics").dataset.count,
+                listedCodes: [...holder.querySelectorAll(":scope > ul.diagnostics li")].map((l) => l.dataset.code),
+                summary: holder.querySelector("details.ready-notes summary").textContent,
+                open: holder.querySelector("details.ready-notes").open,
+                readyAdvice: holder.querySelectorAll("details.ready-notes .advice").length,
+            };
+        })()"#,
+    );
+    assert_eq!(folded["listed"], "1", "{folded}");
+    assert_eq!(folded["listedCodes"], json!(["skill-missing"]), "{folded}");
+    assert_eq!(
+        folded["summary"], "2 ready note(s): nothing to do",
+        "{folded}"
+    );
+    assert_eq!(folded["open"], false, "{folded}");
+    assert_eq!(folded["readyAdvice"], 0, "{folded}");
+    cdp.screenshot("states-legend.png");
+
+    // The filter keeps the cards that match every word.
+    cdp.eval("(() => { const f = document.getElementById('filter'); f.value = 'geo'; f.dispatchEvent(new Event('input')); return true; })()");
+    let filtered = cdp.eval(
+        r#"(() => ({
+            shown: [...document.querySelectorAll('article.pack')].filter((c) => !c.hidden).map((c) => c.dataset.pack),
+            count: document.getElementById('filter-count').textContent,
+        }))()"#,
+    );
+    assert_eq!(
+        filtered["shown"],
+        json!(["@nodetool-ai/sandbox-geo"]),
+        "{filtered}"
+    );
+    assert_eq!(filtered["count"], json!(format!("1 of {total} pack(s)")));
+    cdp.screenshot("states-filter.png");
+    cdp.eval("(() => { const f = document.getElementById('filter'); f.value = 'no such pack at all'; f.dispatchEvent(new Event('input')); return true; })()");
+    assert_eq!(
+        cdp.eval("[...document.querySelectorAll('article.pack')].filter((c) => !c.hidden).length"),
+        json!(0)
+    );
+
+    // Input that is not a JSON object is an error beside the box; nothing runs.
+    cdp.eval("document.getElementById('input').value = '{bad'; document.getElementById('run').click(); true");
+    let input_error = cdp.eval(
+        r#"(() => { const e = document.getElementById('input-error'); return { hidden: e.hidden, text: e.textContent, role: e.getAttribute('role'), invalid: document.getElementById('input').getAttribute('aria-invalid'), state: document.getElementById('outcome').dataset.state || '' }; })()"#,
+    );
+    assert_eq!(input_error["hidden"], false, "{input_error}");
+    assert_eq!(input_error["role"], "alert");
+    assert_eq!(input_error["invalid"], "true");
+    assert_eq!(input_error["state"], "", "{input_error}");
+    assert!(
+        input_error["text"]
+            .as_str()
+            .is_some_and(|t| t.starts_with("inputs is not valid")),
+        "{input_error}"
+    );
+    cdp.eval("document.getElementById('playground').scrollIntoView()");
+    cdp.screenshot("states-input-error.png");
+
+    // The default body runs with no pack, and both sides agree.
+    cdp.eval("document.getElementById('input').value = '{}'; document.getElementById('outcome').dataset.state = ''; document.getElementById('run').click(); true");
+    assert_eq!(cdp.outcome("outcome"), json!("ok"));
+    assert_eq!(
+        cdp.eval("document.getElementById('result').textContent"),
+        json!("{\n  \"words\": 5,\n  \"longest\": \"sandbox\"\n}")
+    );
+    assert_eq!(
+        cdp.eval("document.getElementById('input-error').hidden"),
+        json!(true)
+    );
+    if runner_built {
+        assert_eq!(cdp.outcome("browser-outcome"), json!("ok"));
+        let agreement = cdp.wait_for(
+            "the agreement line",
+            "document.getElementById('agreement').textContent",
+        );
+        assert!(
+            agreement
+                .as_str()
+                .is_some_and(|a| a.starts_with("The server and the browser agree")),
+            "{agreement}"
+        );
+    }
+
+    // An error far along a long line: the frame is scrolled so the caret shows.
+    let long = format!(
+        "const pad = \"{}\"; throw new Error(\"far\");",
+        "x".repeat(400)
+    );
+    cdp.eval(&format!(
+        "document.getElementById('outcome').dataset.state = ''; document.getElementById('code').value = {}; document.getElementById('run').click(); true",
+        js(&long)
+    ));
+    assert_eq!(cdp.outcome("outcome"), json!("error"));
+    let frame = cdp.eval(
+        r#"(() => { const f = document.querySelector('#outcome pre.source'); const m = f.querySelector('.caret-mark'); const a = f.getBoundingClientRect(); const b = m.getBoundingClientRect(); return { scrolled: f.scrollLeft, visible: b.left >= a.left && b.right <= a.right, width: Math.round(a.width), side: Math.round(document.getElementById('outcome').getBoundingClientRect().width) }; })()"#,
+    );
+    assert!(
+        frame["scrolled"].as_f64().is_some_and(|s| s > 0.0),
+        "{frame}"
+    );
+    assert_eq!(frame["visible"], true, "{frame}");
+    assert_eq!(
+        frame["width"], frame["side"],
+        "the frame is as wide as its side: {frame}"
+    );
+    cdp.eval("document.getElementById('outcome').scrollIntoView()");
+    cdp.screenshot("states-caret.png");
+
+    // A throw from inside functions: both sides show the same short stack.
+    if runner_built {
+        let nested = "function inner(v) {\n  throw new RangeError(`out of range: ${v}`);\n}\nfunction outer(v) {\n  return inner(v + 1);\n}\nreturn [1].map(outer);";
+        cdp.eval(&format!(
+            "document.getElementById('outcome').dataset.state = ''; document.getElementById('browser-outcome').dataset.state = ''; document.getElementById('code').value = {}; document.getElementById('run').click(); true",
+            js(nested)
+        ));
+        assert_eq!(cdp.outcome("outcome"), json!("error"));
+        assert_eq!(cdp.outcome("browser-outcome"), json!("error"));
+        let stacks = cdp.eval(
+            "[document.querySelector('#outcome pre.stack')?.textContent, document.querySelector('#browser-outcome pre.stack')?.textContent]",
+        );
+        assert_eq!(
+            stacks[0],
+            json!(
+                "at inner (body:2:3)\nat outer (body:5:20)\nat map (native)\nat <anonymous> (body:7:16)"
+            ),
+            "{stacks}"
+        );
+        assert_eq!(stacks[0], stacks[1], "{stacks}");
+        cdp.screenshot("states-stack.png");
+    }
+    drop(server);
+
+    // No pack at all: the empty state names the commands that add one.
+    let empty = World::empty();
+    let server = ServerProcess::start(&empty, &[]);
+    cdp.must("Page.navigate", json!({ "url": server.url("/") }));
+    let text = cdp.wait_for(
+        "the empty state",
+        "document.getElementById('empty-state')?.textContent || ''",
+    );
+    let text = text.as_str().unwrap_or_default();
+    assert!(text.contains("nodetool packs install NAME"), "{text}");
+    assert!(text.contains("nodetool packs new @scope/name"), "{text}");
+    cdp.screenshot("states-empty.png");
+}
+
+#[test]
+fn the_browser_runner_reaches_the_document_modules_through_the_host_module_route() {
+    let Some((chromium, runner_built)) = chromium_and_runner() else {
+        return;
+    };
+    if !runner_built {
+        eprintln!("skipped: the browser runner is not built (npm run build --prefix web)");
+        return;
+    }
+    let world = World::shipped_packs();
+    let server = ServerProcess::start(&world, &[]);
+    let mut page = Page::open(&chromium);
+    let cdp = &mut page;
+    cdp.must("Page.navigate", json!({ "url": server.url("/") }));
+    cdp.wait_for(
+        "the pack list",
+        "document.querySelector('#packs')?.dataset.loaded || ''",
+    );
+    // Bytes cross the route both ways: built on the host, handed back, read on the host.
+    let body = "import { build } from \"@nodetool-ai/sandbox-docx\";\n\
+         import { extractRawText } from \"@nodetool-ai/sandbox-mammoth\";\n\
+         import pdflib from \"@nodetool-ai/sandbox-pdflib\";\n\
+         import { extractPages } from \"@nodetool-ai/sandbox-pdf\";\n\
+         const docx = await build({ elements: [{ type: \"heading\", text: \"Hello\" }] });\n\
+         const pdf = await pdflib.build({ pages: [{ items: [{ type: \"text\", text: \"Page one\", x: 72, y: 72 }] }] });\n\
+         return { docx: await extractRawText(docx), pdf: await extractPages(pdf), bytes: docx instanceof Uint8Array };";
+    cdp.eval(&format!(
+        "document.getElementById('code').value = {}; document.getElementById('input').value = '{{}}'; document.getElementById('run').click(); true",
+        js(body)
+    ));
+    assert_eq!(
+        cdp.outcome("browser-outcome"),
+        json!("ok"),
+        "{}",
+        cdp.eval("document.getElementById('browser-error').textContent")
+    );
+    let in_browser = cdp.eval("document.getElementById('browser-result').textContent");
+    let in_browser: Value = must(
+        serde_json::from_str(in_browser.as_str().unwrap_or("")),
+        "the browser's result is JSON",
+    );
+    let expected = json!({
+        "docx": "Hello\n\n",
+        "pdf": [{ "index": 0, "pageNumber": 1, "text": "Page one" }],
+        "bytes": true,
+    });
+    assert_eq!(in_browser, expected);
+    assert_eq!(cdp.outcome("outcome"), json!("ok"));
+    let on_server = cdp.eval("document.getElementById('result').textContent");
+    let on_server: Value = must(
+        serde_json::from_str(on_server.as_str().unwrap_or("")),
+        "the server's result is JSON",
+    );
+    assert_eq!(on_server, expected);
 }

@@ -4,7 +4,7 @@
 mod support;
 
 use std::io::{BufRead, BufReader, Read};
-use std::process::{Command, Stdio};
+use std::process::Command;
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
@@ -93,7 +93,7 @@ fn a_server_process_serves_runs_and_modules_then_shuts_down_gracefully() {
             .any(|m| m["specifier"] == "@nodetool-ai/sandbox-geo")),
         "{text}"
     );
-    assert!(!text.contains(&world.shipped.display().to_string()));
+    assert!(!text.contains(&world.shipped().display().to_string()));
 
     let (status, out) = post_run(
         &server,
@@ -180,13 +180,10 @@ fn a_missing_pack_root_is_a_configuration_error() {
     let world = World::empty();
     let missing = world.tmp.path().join("missing");
     let output = must(
-        Command::new(env!("CARGO_BIN_EXE_nodetool-server"))
+        world
+            .server_command()
             .args(["--port", "0", "--packs"])
             .arg(&missing)
-            .env("NODETOOL_SHIPPED_PACKS_DIR", &world.shipped)
-            .env("XDG_CONFIG_HOME", world.tmp.path().join("config"))
-            .env("XDG_CACHE_HOME", world.tmp.path().join("cache"))
-            .stdin(Stdio::null())
             .output(),
         "run nodetool-server",
     );
@@ -263,7 +260,7 @@ fn runs_stuck_in_engine_builtins_end_at_their_deadline_and_free_their_slots() {
         "const a = []; a.length = 2 ** 32 - 1; return a.copyWithin(0, 1).length;",
         "return Array.prototype.join.call({ length: 2 ** 53 - 1 }).length;",
         "const s = 'x'.repeat(30e6); for (;;) console.log(s);",
-        "import { unified } from '@nodetool-ai/sandbox-diff';\nconst a = Array.from({ length: 40000 }, (_, i) => 'a' + i).join('\\n');\nconst b = Array.from({ length: 40000 }, (_, i) => 'b' + i).join('\\n');\nreturn (await unified(a, b)).length;",
+        "import { unified } from '@nodetool-ai/sandbox-diff';\nconst a = 'same\\n' + Array.from({ length: 40000 }, (_, i) => 'a' + i).join('\\n');\nconst b = 'same\\n' + Array.from({ length: 40000 }, (_, i) => 'b' + i).join('\\n');\nreturn (await unified(a, b)).length;",
     ] {
         let (status, answer, elapsed) = post(code, 1000);
         assert_eq!(status, 200);
@@ -455,7 +452,7 @@ fn hostile_bodies_never_reach_a_parser_in_the_server_and_workers_recover() {
     );
 
     // Host work a run did not wait for dies with its worker: nothing burns CPU afterwards.
-    let unawaited = "import { unified } from '@nodetool-ai/sandbox-diff';\nconst a = Array.from({ length: 40000 }, (_, i) => 'a' + i).join('\\n');\nconst b = Array.from({ length: 40000 }, (_, i) => 'b' + i).join('\\n');\nunified(a, b).catch(() => {});\nreturn 'x';";
+    let unawaited = "import { unified } from '@nodetool-ai/sandbox-diff';\nconst a = 'same\\n' + Array.from({ length: 40000 }, (_, i) => 'a' + i).join('\\n');\nconst b = 'same\\n' + Array.from({ length: 40000 }, (_, i) => 'b' + i).join('\\n');\nunified(a, b).catch(() => {});\nreturn 'x';";
     let (status, answer) = post_run(&server, &json!({ "code": unawaited }));
     assert_eq!(
         (status, answer["result"].clone()),

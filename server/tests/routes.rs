@@ -12,14 +12,11 @@ use nodetool_frontend::search::SourceError;
 use nodetool_protocol::catalog::{
     Declaration, DeliveryRefusal, RefusalReason, Resolution, SkillDisclosure, Status, Summary,
 };
+use nodetool_protocol::hex::sha256_hex;
 use nodetool_runtime::{DeliveryFuture, SandboxModuleCatalog};
 use nodetool_server::{AppState, CatalogSource, ServerConfig};
 use serde_json::{Value, json};
 use support::{Answer, World, get, must, post_json, send, test_config};
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    nodetool_discovery::digest::sha256_hex(bytes)
-}
 
 fn digest_of(state: &AppState, specifier: &str) -> String {
     state
@@ -526,7 +523,7 @@ async fn validate_answers_the_cli_json() {
     ], "edges": []});
     let answer = post_json(&state, "/api/validate", &json!({ "graph": graph })).await;
     assert_eq!(answer.status, StatusCode::OK);
-    let issues = nodetool_guest::validate::validate_graph(&graph, state.catalog().as_ref())
+    let issues = nodetool_jssource::validate::validate_graph(&graph, state.catalog().as_ref())
         .unwrap_or_else(|e| panic!("validate in-process: {}", e.0));
     assert_eq!(answer.json(), answers::validate_json(&issues));
     assert_eq!(answer.json()["ok"], json!(false));

@@ -8,7 +8,6 @@ mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
-use std::process::{Command, Stdio};
 use std::sync::mpsc::{Receiver, channel};
 use std::time::{Duration, Instant};
 
@@ -406,24 +405,13 @@ fn beyond_the_connection_cap_a_connection_waits_for_a_place() {
     drop(idle);
 }
 
-fn server_command(world: &World) -> Command {
-    let mut command = Command::new(env!("CARGO_BIN_EXE_nodetool-server"));
-    command
-        .env_clear()
-        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("NODETOOL_SHIPPED_PACKS_DIR", &world.shipped)
-        .env("XDG_CONFIG_HOME", world.tmp.path().join("config"))
-        .env("XDG_CACHE_HOME", world.tmp.path().join("cache"))
-        .stdin(Stdio::null());
-    command
-}
-
 #[test]
 fn beyond_loopback_without_a_token_the_server_refuses_to_start_saying_how() {
     let world = World::empty();
     // Refused before anything is bound: the name resolves beyond loopback.
     let output = must(
-        server_command(&world)
+        world
+            .server_command()
             .args(["--host", "0.0.0.0", "--port", "0", "--in-process"])
             .output(),
         "run nodetool-server",
@@ -445,7 +433,8 @@ fn beyond_loopback_without_a_token_the_server_refuses_to_start_saying_how() {
     must(std::fs::write(&short, "abc\n"), "write a short token");
     for file in [short, world.tmp.path().join("missing-token")] {
         let output = must(
-            server_command(&world)
+            world
+                .server_command()
                 .args(["--port", "0", "--in-process", "--token-file"])
                 .arg(&file)
                 .output(),

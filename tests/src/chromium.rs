@@ -53,6 +53,11 @@ impl Browser {
             .args(window.map(|(w, h)| format!("--window-size={w},{h}")))
             .arg(format!("--user-data-dir={}", profile.path().display()))
             .arg("about:blank")
+            // Chromium (its crash reporter) and dconf write under `$HOME/.config` and
+            // `$HOME/.cache` whatever the profile: they get the profile's directory instead.
+            .env("HOME", profile.path())
+            .env("XDG_CACHE_HOME", profile.path().join("cache"))
+            .env("XDG_CONFIG_HOME", profile.path().join("config"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())

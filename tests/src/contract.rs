@@ -15,6 +15,8 @@
 mod cases;
 pub mod catalog;
 pub mod packs;
+pub mod relative;
+pub mod wasm;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
@@ -196,7 +198,10 @@ pub fn run_fixture(sandbox: &Sandbox, fixture: &Fixture) -> Result<(), String> {
             secrets: fixture.secrets.clone(),
             ..Capabilities::default()
         },
-        dispatchers: Dispatchers::default(),
+        dispatchers: Dispatchers {
+            wasm: wasm::dispatcher(&resolution)?,
+            ..Dispatchers::default()
+        },
         cancel: None,
     });
     check_outcome(fixture, outcome.result)

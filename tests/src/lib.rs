@@ -15,3 +15,4 @@
 pub mod chromium;
 pub mod contract;
 pub mod render;
+pub mod world;

@@ -14,6 +14,7 @@ use nodetool_protocol::catalog::{
     AuthorizedDelivery, DeliveryBody, DeliveryRefusal, MediaType, RefusalReason,
 };
 use nodetool_protocol::facade::host_facade_source;
+use nodetool_protocol::hex::sha256_hex;
 use nodetool_runtime::{NoCompiledModules, SandboxModuleCatalog};
 
 fn catalog() -> DiscoveredCatalog {
@@ -50,10 +51,6 @@ fn deliver(catalog: &DiscoveredCatalog, id: &str) -> Result<AuthorizedDelivery, 
         Poll::Ready(answer) => answer,
         Poll::Pending => panic!("delivery of {id} did not settle"),
     }
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    nodetool_discovery::digest::sha256_hex(bytes)
 }
 
 fn digest_of(catalog: &DiscoveredCatalog, specifier: &str) -> String {

@@ -308,6 +308,27 @@ fn host_library_statuses() -> Vec<Status> {
     })
 }
 
+/// The fixture roots under an allowlist that allowed the installed csv for another identity
+/// (`consent-identity-changed`) and zip by an old entry (`consent-identity-unrecorded`).
+fn consent_statuses() -> Vec<Status> {
+    use nodetool_discovery::trust::{Allowlist, apply_consent};
+    let mut allowlist = Allowlist::parse("{\"allowed\": [\"@nodetool-ai/sandbox-zip\"]}")
+        .unwrap_or_else(|e| panic!("{e}"));
+    allowlist.allow("@nodetool-ai/sandbox-csv", "shipped".into());
+    let mut catalog = discover_catalog(
+        &fixture_roots(),
+        &DiscoveryOptions {
+            compiled: &FixtureCompiler,
+            trusted_packs: &allowlist.names(),
+        },
+    );
+    let before = catalog.diagnostics().len();
+    apply_consent(&mut catalog, &allowlist, &|_| None);
+    assert!(!catalog.pack_trusted("@nodetool-ai/sandbox-csv"));
+    assert!(catalog.pack_trusted("@nodetool-ai/sandbox-zip"));
+    catalog.diagnostics()[before..].to_vec()
+}
+
 /// An authored JavaScript file one KiB over its cap.
 fn file_too_large_statuses() -> Vec<Status> {
     let root = temp_root();
@@ -422,6 +443,8 @@ fn each_fixture_pack_produces_exactly_its_codes() {
         ("@fixture/wasm-invalid", vec![WasmInvalid]),
         ("@fixture/wasm-memory-over-max", vec![WasmMemory]),
         ("@fixture/wasm-memory-unbounded", vec![WasmMemory]),
+        // The installed copy of a shipped pack wins and says so.
+        ("@nodetool-ai/sandbox-csv", vec![ShippedPackShadowed]),
         // Named by the directory label: neither package.json yields a name.
         ("installed-b/@fixture/not-json", vec![DiscoveryFailed]),
         ("installed-b/no-name", vec![DiscoveryFailed]),
@@ -473,7 +496,7 @@ fn fixture_summaries() {
 }
 
 #[test]
-fn an_installed_pack_shadows_the_shipped_copy_silently() {
+fn an_installed_pack_shadows_the_shipped_copy_and_says_so() {
     let catalog = fixture_catalog();
     let csv = summary(&catalog, "@nodetool-ai/sandbox-csv")
         .unwrap_or_else(|| panic!("csv is listed: {:#?}", catalog.summaries()));
@@ -483,10 +506,19 @@ fn an_installed_pack_shadows_the_shipped_copy_silently() {
         "the installed copy wins"
     );
     assert_eq!(csv.kind, ModuleKind::Host);
-    assert!(
-        statuses_of(catalog.diagnostics(), "@nodetool-ai/sandbox-csv").is_empty(),
-        "shadowing is silent: {:#?}",
+    let statuses = statuses_of(catalog.diagnostics(), "@nodetool-ai/sandbox-csv");
+    assert_eq!(
+        statuses
+            .iter()
+            .map(|s| (s.code, s.status))
+            .collect::<Vec<_>>(),
+        [(StatusCode::ShippedPackShadowed, StatusLevel::Warning)],
+        "shadowing is never silent: {:#?}",
         catalog.diagnostics()
+    );
+    assert_eq!(
+        statuses[0].message,
+        "@nodetool-ai/sandbox-csv from installed-a/@nodetool-ai/sandbox-csv is used instead of the pack of that name shipped with NodeTool (shipped/@nodetool-ai/sandbox-csv); consent given to the shipped pack does not carry over to it."
     );
     // A shipped pack nobody shadows is discovered from the shipped root.
     let zip = summary(&catalog, "@nodetool-ai/sandbox-zip");
@@ -733,6 +765,9 @@ fn expected_level(code: StatusCode) -> StatusLevel {
         | SkillMissing
         | SkillInvalid
         | HostLibraryMissing
+        | ShippedPackShadowed
+        | ConsentIdentityChanged
+        | ConsentIdentityUnrecorded
         | VersionMismatch
         | ContentDigestMismatch => StatusLevel::Warning,
         PendingCompile
@@ -755,6 +790,7 @@ fn every_status_code_is_produced() {
     seen.extend(file_too_large_statuses());
     seen.extend(pack_too_large_statuses());
     seen.extend(host_library_statuses());
+    seen.extend(consent_statuses());
 
     for status in &seen {
         assert_eq!(status.status, expected_level(status.code), "{status:#?}");

@@ -17,6 +17,10 @@ import { ENTRY_LINE_OFFSET, ENTRY_MODULE_NAME } from "./entry.js";
 import { HOST_BRIDGE_SPECIFIER, WASM_BRIDGE_SPECIFIER, hostFacadeSource, hostModule, wasmFacadeSource } from "./facade.js";
 import { debugString } from "./host.js";
 import { PRELUDE, PRELUDE_NAME } from "./prelude.js";
+import { installStandardGlobals } from "./standard-globals.js";
+import { explainLinkError } from "./exports.js";
+import { isRelative, joinRelative, relativeCandidates } from "./relative.js";
+import { onThrow, shortStack } from "./caret.js";
 
 /** NodeTool's standard limits (guest/src/lib.rs RunLimits::STANDARD). */
 export const STANDARD_LIMITS = Object.freeze({
@@ -142,19 +146,6 @@ function packFileName(pack, fileId) {
   return `${MODULE_PREFIX}${pack}|${fileId}`;
 }
 
-function joinRelative(importer, request) {
-  const segments = importer.split("/");
-  segments.pop();
-  for (const part of request.split("/")) {
-    if (part === "" || part === ".") continue;
-    if (part === "..") {
-      if (!segments.length) return null;
-      segments.pop();
-    } else segments.push(part);
-  }
-  return segments.length ? segments.join("/") : null;
-}
-
 /** The run's module table: what each engine module name stands for (loader.rs ModuleTable). */
 class ModuleTable {
   constructor(modules) {
@@ -207,10 +198,10 @@ class ModuleTable {
     const target = this.specifiers.get(name);
     if (target !== undefined) return { name: target };
     const body = this.bodies.get(base);
-    if ((name.startsWith("./") || name.startsWith("../")) && body && body.kind === "pack") {
+    if (isRelative(name) && body && body.kind === "pack") {
       const joined = joinRelative(body.fileId, name);
       if (joined !== null) {
-        for (const candidate of [joined, `${joined}.js`, `${joined}/index.js`]) {
+        for (const candidate of relativeCandidates(joined)) {
           const engineName = packFileName(body.pack, candidate);
           const found = this.bodies.get(engineName);
           if (found && found.kind === "pack") return { name: engineName };
@@ -257,6 +248,7 @@ export async function execute(request, { wasmUrl }) {
   let result;
   try {
     result = await executeIn(await engine(wasmUrl), request, logs);
+    if (!result.ok) result.error = explainLinkError(result.error, request.code, request.modules);
   } catch (e) {
     // Something failed in the engine itself rather than in guest code: the browser's own
     // stack limit inside the engine, or a broken engine. Its state cannot be trusted again.
@@ -356,7 +348,10 @@ async function executeIn(quickjs, request, logs) {
       for (let i = thrown.length - 1; i >= 0; i--) {
         if (thrown[i].message === message) return runError(thrown[i].code, info.described, position);
       }
-      return runError("runtime-error", info.described, position);
+      const error = runError("runtime-error", info.described, onThrow(request.code, position));
+      const stack = shortStack(info.stack, request.code);
+      if (stack.length) error.stack = stack;
+      return error;
     };
     const fail = (errorHandle) => {
       const error = classify(errorHandle);
@@ -379,6 +374,9 @@ async function executeIn(quickjs, request, logs) {
       if (r.error) return fail(r.error);
       r.value.dispose();
     }
+
+    const standard = installStandardGlobals(ctx, { keep, pending, deadline });
+    if (standard) return fail(standard);
 
     // The private bridges, evaluated now, before any pack or body code exists.
     const sides = {
@@ -607,6 +605,7 @@ function compileFailure(ctx, errorHandle, request, table, classify, stop, stoppe
 
 /** Settles a finished dispatcher call in the guest (bridge.rs settle). */
 function settle(ctx, entry, call, rememberThrown) {
+  if (entry.settle) return entry.settle();
   const { deferred, error, side, outcome } = entry;
   let rejection = null;
   if (outcome.ok) {

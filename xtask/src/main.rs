@@ -2,20 +2,32 @@
 //!
 //! * `cargo xtask ci` is the test command: what the tests need besides Rust (checked first and
 //!   named exactly when missing; the npm parts installed and built here), formatting, clippy,
-//!   the whole test suite (`--locked`), the layering rules (`protocol` and `discovery` link no
-//!   engine; the front ends link no OCR library at build time), and the guest contract
-//!   fixtures, in Rust and in the browser. `.ci/run` installs the system packages, then calls it.
-//! * `cargo xtask export` regenerates the committed generated files (the manifest JSON Schema
-//!   and the guest contract fixtures); tests fail when a committed copy drifts from what the code
-//!   generates.
+//!   the whole test suite (`--locked`), the layering rules (the engine-free crates link no
+//!   engine; the front ends link no OCR library at build time; ARCHITECTURE.md's crate table is
+//!   exactly the workspace's dependency graph, `layering.rs`; the test suite runs with `HOME` on
+//!   a read-only directory and no XDG variable, `isolation.rs`, so no test writes outside its
+//!   temporary directories), the guest contract fixtures, in Rust and in the browser, and
+//!   the host-module conformance suite. `.ci/run` installs the
+//!   system packages, then calls it.
+//! * `cargo xtask export` regenerates the committed generated files (the manifest JSON Schema,
+//!   the guest contract fixtures and the browser runner's copy of the host-module registry);
+//!   tests fail when a committed copy drifts from what the code generates.
 //! * `cargo xtask fixtures` runs every guest contract fixture against the Rust guest: one line
 //!   per failure, then `N passed, M failed`. `cargo xtask fixtures --browser` runs the same
 //!   fixtures (from `tests/contract/fixtures.json`) through the browser runner in headless
 //!   Chromium against the server's router on loopback, plus a tampered-body case.
-//! * `cargo xtask bench <area>` runs an optimized benchmark (`discovery`) and prints its
-//!   figures. Benchmarks are never part of the test suite: the machines are shared and noisy.
+//! * `cargo xtask conformance [--cases N]` runs the host modules against the reference's
+//!   libraries and real clients on published and seeded random inputs (`conformance.rs`,
+//!   `docs/host-modules.md`); `ci` runs it last.
+//! * `cargo xtask bench <area>` runs an optimized benchmark (discovery, guest, wasm, host, html,
+//!   hostile, documents, compile, worker, server, ...; an unknown area lists them) and prints
+//!   its figures, side by side with the reference's library where there is one. Benchmarks are
+//!   never part of the test suite: the machines are shared and noisy.
 
 mod browser;
+mod conformance;
+mod isolation;
+mod layering;
 mod server_bench;
 
 use std::path::{Path, PathBuf};
@@ -32,7 +44,7 @@ fn usage() -> ExitCode {
         "usage: cargo xtask <command>\n\n\
          commands:\n  \
          ci                  formatting, every test, the layering check and the fixtures (what .ci/run runs)\n  \
-         export              regenerate the manifest schema and tests/contract/fixtures.json\n  \
+         export              regenerate the manifest schema, tests/contract/fixtures.json and docs/nodetool.1\n  \
          fixtures            run every guest contract fixture against the Rust guest\n  \
          fixtures --browser  the same fixtures through the browser runner in headless Chromium\n  \
          bench discovery     discover 200 generated packs; resolution cost at 20 vs 2,000 packs\n  \
@@ -41,6 +53,9 @@ fn usage() -> ExitCode {
          bench server        wrk against a release nodetool-server: runs, a pack import, a module GET, 503s\n  \
          bench host          csv, xml, zip, diff from guest code on the reference's inputs\n  \
          bench html          html.select and html.toMarkdown from guest code on the reference's page\n  \
+         conformance         host modules against the reference libraries and real clients (--cases N: random cases per module, 300)\n  \
+         bench hostile       the host-module inputs that were quadratic, called directly, one wall time each\n  \
+         bench documents     pdf.extractText and mammoth.extractRawText on 50-page files, beside pdf-parse and mammoth\n  \
          bench compile       cold compile of js-yaml, date-fns, marked (vs esbuild with NODETOOL_PEER_BENCH=<dir>); warm cache hit"
     );
     ExitCode::from(2)
@@ -61,11 +76,22 @@ fn export() -> Result<(), String> {
     }
     std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     println!("wrote {relative}");
+    let relative = nodetool_tests::contract::relative::RELATIVE_JSON_PATH;
+    let path = workspace_root().join(relative);
+    let text = nodetool_tests::contract::relative::relative_json()
+        .map_err(|e| format!("cannot serialize the relative-import cases: {e}"))?;
+    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("wrote {relative}");
     let relative = nodetool_tests::contract::HOST_MODULES_JSON_PATH;
     let path = workspace_root().join(relative);
     let text = nodetool_tests::contract::host_modules_json()
         .map_err(|e| format!("cannot serialize the host-module registry: {e}"))?;
     std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("wrote {relative}");
+    let relative = nodetool_cli::MAN_PAGE_PATH;
+    let path = workspace_root().join(relative);
+    std::fs::write(&path, nodetool_cli::man_page())
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     println!("wrote {relative}");
     Ok(())
 }
@@ -117,7 +143,9 @@ fn run(what: &str, command: &mut Command) -> Result<(), String> {
 const ENGINE_FREE: &[&str] = &[
     "nodetool-protocol",
     "nodetool-runtime",
+    "nodetool-jssource",
     "nodetool-discovery",
+    "nodetool-broker",
 ];
 const ENGINES: &[&str] = &["rquickjs", "wasmtime", "rolldown"];
 
@@ -201,6 +229,17 @@ const SYSTEM_PACKAGES: &[&str] = &[
     "tesseract-ocr",
     "fonts-dejavu-core",
     "chromium",
+    "patch",
+    "unzip",
+    "zip",
+    "python3-openpyxl",
+    "poppler-utils",
+    "python3-docx",
+    "python3-pypdf",
+    "python3-ebooklib",
+    "python3-pip",
+    "libreoffice-writer-nogui",
+    "libreoffice-impress-nogui",
 ];
 
 /// Checks what the tests need from the system, naming every missing piece at once, then
@@ -223,6 +262,7 @@ fn prerequisites() -> Result<(), String> {
             "{font} (Debian: fonts-dejavu-core), the font the OCR tests draw their text in"
         ));
     }
+    missing.extend(conformance::missing_tools());
     if nodetool_tests::chromium::find_chromium().is_none() {
         missing.push(
             "chromium (Debian: chromium), which the Packages page tests and `cargo xtask fixtures --browser` drive headless".to_string(),
@@ -251,6 +291,17 @@ fn ci() -> Result<(), String> {
         cargo().args(["fmt", "--all", "--", "--check"]),
     )?;
     check_layering()?;
+    let edges = layering::check(&workspace_root(), || {
+        let output = cargo()
+            .args(["metadata", "--format-version", "1", "--no-deps", "--locked"])
+            .output()
+            .map_err(|e| format!("cannot run cargo metadata: {e}"))?;
+        serde_json::from_slice(&output.stdout).map_err(|e| format!("cargo metadata: {e}"))
+    })?;
+    let unsafe_files = layering::check_unsafe(&workspace_root())?;
+    println!(
+        "xtask: ARCHITECTURE.md's crate table is the workspace's ({edges} edges), and it names all {unsafe_files} files with unsafe"
+    );
     run(
         "cargo clippy",
         cargo().args([
@@ -263,9 +314,11 @@ fn ci() -> Result<(), String> {
             "warnings",
         ]),
     )?;
-    run(
-        "cargo test",
+    // With HOME on a read-only directory and no XDG variable: no test writes outside its
+    // temporary directories (isolation.rs).
+    isolation::run_with_read_only_home(
         cargo().args(["test", "--workspace", "--locked"]),
+        |command| run("cargo test (HOME read-only)", command),
     )?;
     println!("xtask: contract fixtures");
     if !fixtures() {
@@ -275,12 +328,36 @@ fn ci() -> Result<(), String> {
     if !browser::fixtures(&workspace_root())? {
         return Err("contract fixtures failed in the browser".into());
     }
-    Ok(())
+    println!("xtask: host-module conformance");
+    conformance::run(&workspace_root(), conformance::DEFAULT_CASES)
 }
 
 fn bench(area: &str) -> Result<(), String> {
     if area == "server" {
         return server_bench::run(&workspace_root(), cargo);
+    }
+    if area == "data" {
+        // tokens and sqlite beside js-tiktoken and better-sqlite3 (benches/data.rs), then fabric
+        // beside the reference's renderer (benches/fabric.rs), one run after the other.
+        for bench in ["data", "fabric"] {
+            let file = format!("host-modules/benches/{bench}.rs");
+            if !workspace_root().join(&file).is_file() {
+                println!("xtask: bench data: {file} does not exist yet; skipped");
+                continue;
+            }
+            run(
+                &format!("cargo bench -p nodetool-host-modules --bench {bench}"),
+                cargo().args([
+                    "bench",
+                    "--locked",
+                    "-p",
+                    "nodetool-host-modules",
+                    "--bench",
+                    bench,
+                ]),
+            )?;
+        }
+        return Ok(());
     }
     let (package, bench) = match area {
         "discovery" => ("nodetool-discovery", "discovery"),
@@ -288,11 +365,13 @@ fn bench(area: &str) -> Result<(), String> {
         "wasm" => ("nodetool-wasm-host", "wasm"),
         "host" => ("nodetool-host-modules", "host"),
         "html" => ("nodetool-host-modules", "html"),
+        "hostile" => ("nodetool-host-modules", "hostile"),
+        "documents" => ("nodetool-host-modules", "documents"),
         "compile" => ("nodetool-compiler", "compile"),
         "worker" => ("nodetool-frontend", "worker"),
         other => {
             return Err(format!(
-                "unknown bench area {other:?} (known: discovery, guest, wasm, host, html, compile, worker, server)"
+                "unknown bench area {other:?} (known: discovery, guest, wasm, host, html, hostile, documents, data, compile, worker, server)"
             ));
         }
     };
@@ -321,8 +400,16 @@ fn bench(area: &str) -> Result<(), String> {
 /// The shipped guest packs' npm dependencies (`npm ci --ignore-scripts --prefix packs`, from the
 /// committed lockfile), installed on first use.
 fn guest_pack_dependencies() -> Result<(), String> {
-    let packs = workspace_root().join("packs");
-    if packs.join("node_modules/.package-lock.json").is_file() {
+    npm_ci(&workspace_root().join("packs"), "packs")?;
+    // The reference libraries the host modules' interop tests compare with (js-tiktoken,
+    // exifr, subtitle, expr-eval, ics), which `cargo test` needs before the conformance suite.
+    npm_ci(&workspace_root().join("conformance"), "conformance")
+}
+
+/// `npm ci --ignore-scripts` in `dir` (named `label` in messages), from its committed
+/// lockfile, unless its `node_modules` is already installed.
+pub(crate) fn npm_ci(dir: &Path, label: &str) -> Result<(), String> {
+    if dir.join("node_modules/.package-lock.json").is_file() {
         return Ok(());
     }
     let status = Command::new("npm")
@@ -333,13 +420,15 @@ fn guest_pack_dependencies() -> Result<(), String> {
             "--no-fund",
             "--prefix",
         ])
-        .arg(&packs)
+        .arg(dir)
         .status()
-        .map_err(|e| format!("cannot run npm (needed for the guest packs' dependencies): {e}"))?;
+        .map_err(|e| format!("cannot run npm for {label} (Debian: nodejs npm): {e}"))?;
     if status.success() {
         Ok(())
     } else {
-        Err("npm ci --ignore-scripts --prefix packs failed".into())
+        Err(format!(
+            "npm ci --ignore-scripts --prefix {label} failed ({status})"
+        ))
     }
 }
 
@@ -403,6 +492,11 @@ fn main() -> ExitCode {
             };
         }
         ["bench", area] => bench(area),
+        ["conformance"] => conformance::run(&workspace_root(), conformance::DEFAULT_CASES),
+        ["conformance", "--cases", n] => match n.parse() {
+            Ok(n) => conformance::run(&workspace_root(), n),
+            Err(_) => return usage(),
+        },
         _ => return usage(),
     };
     match result {

@@ -114,6 +114,18 @@ pub struct Ledger {
 }
 
 impl Record {
+    /// The lockfile integrity of the installed artifact itself (the closure's entry at
+    /// `node_modules/<name>`): the pack's identity for consent
+    /// ([`nodetool_discovery::trust::Identity`]).
+    pub fn integrity(&self) -> Option<&str> {
+        let path = format!("node_modules/{}", self.pack_name);
+        self.closure
+            .iter()
+            .find(|p| p.path == path)
+            .and_then(|p| p.integrity.as_deref())
+            .filter(|i| !i.is_empty())
+    }
+
     /// The row `packs list --json` shows under `installed` (and the install answers carry):
     /// `{"packName", "version", "mode", "active", "scripts"}`. No path.
     pub fn row_json(&self) -> serde_json::Value {
@@ -205,6 +217,38 @@ mod tests {
             c(json!({"nodetool": {"sandboxModules": "x"}})),
             Mode::Unknown
         );
+    }
+
+    #[test]
+    fn a_records_identity_is_the_integrity_of_the_pack_itself() {
+        let locked = |path: &str, integrity: Option<&str>| LockedPackage {
+            path: path.into(),
+            name: path
+                .rsplit("node_modules/")
+                .next()
+                .unwrap_or_default()
+                .into(),
+            version: Some("1.0.0".into()),
+            resolved: None,
+            integrity: integrity.map(str::to_string),
+        };
+        let mut record = Record {
+            pack_name: "@acme/geo".into(),
+            version: "1.0.0".into(),
+            spec: "./geo.tgz".into(),
+            mode: Mode::SandboxOnly,
+            active: true,
+            scripts: Scripts::Skipped,
+            closure: vec![
+                locked("node_modules/dep", Some("sha512-dep")),
+                locked("node_modules/@acme/geo", Some("sha512-geo")),
+            ],
+        };
+        assert_eq!(record.integrity(), Some("sha512-geo"));
+        record.closure[1].integrity = Some(String::new());
+        assert_eq!(record.integrity(), None);
+        record.closure.truncate(1);
+        assert_eq!(record.integrity(), None);
     }
 
     #[test]

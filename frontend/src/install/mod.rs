@@ -15,12 +15,20 @@
 //!   files already on disk: nothing is fetched again.
 //! - [`Installer::uninstall`] removes a pack and its row.
 //!
+//! A local tarball or directory may not take a name reserved for NodeTool's own packs
+//! ([`nodetool_protocol::names::is_reserved_package_name`]: the `@nodetool-ai` scope) unless the
+//! caller passes [`ReservedNames::Allow`] (`--allow-reserved-name`); otherwise a file anyone can
+//! write would shadow a shipped pack. A registry install of such a name comes from the scope's
+//! publisher. Either way consent given to the shipped pack does not carry over ([`consent`]).
+//!
 //! Every change is made in a staging copy of the root, with the new ledger written inside it,
 //! and lands by two renames; a failure anywhere before that leaves the root and the ledger as
 //! they were. Local directories are packed first (`npm pack --ignore-scripts`), so what is
 //! installed is a snapshot with an integrity, never a link to a live directory. Messages here
 //! are for the local operator and may name local paths; none reaches guest code.
 
+pub mod codes;
+pub mod consent;
 pub mod ledger;
 pub mod lockfile;
 
@@ -28,25 +36,34 @@ use std::io::{BufRead, BufReader, Read};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 
+use nodetool_protocol::hex::sha256_hex;
 use serde_json::Value;
 
+pub use codes::InstallErrorCode;
 pub use ledger::{Ledger, Mode, Record, Scripts, classify};
 pub use lockfile::LockedPackage;
 
-/// A failed install, trust or uninstall: a stable code and a message naming the pack, the file
-/// or the rule.
+/// A failed install, trust or uninstall: a stable code (declared in [`codes`]) and a message
+/// naming the pack, the file or the rule.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct InstallError {
-    pub code: &'static str,
+    /// The code (`--json` output renders its stable name, [`InstallErrorCode::as_str`]).
+    pub code: InstallErrorCode,
     pub message: String,
 }
 
 impl InstallError {
-    fn new(code: &'static str, message: impl Into<String>) -> InstallError {
+    /// An error with `code` and `message`.
+    pub fn new(code: InstallErrorCode, message: impl Into<String>) -> InstallError {
         InstallError {
             code,
             message: message.into(),
         }
+    }
+
+    /// The code.
+    pub fn kind(&self) -> InstallErrorCode {
+        self.code
     }
 }
 
@@ -54,6 +71,16 @@ impl std::fmt::Display for InstallError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{} [{}]", self.message, self.code)
     }
+}
+
+/// Whether a local tarball or directory may take a name reserved for NodeTool's own packs.
+/// There is no default: the caller says which.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReservedNames {
+    /// Refuse it (`install-reserved-name`).
+    Refuse,
+    /// Install it: the operator passed `--allow-reserved-name`.
+    Allow,
 }
 
 /// What the user asked to install.
@@ -76,29 +103,6 @@ impl std::fmt::Display for Spec {
     }
 }
 
-/// Whether `name` is a valid npm package name (lowercase, URL-safe, optionally scoped).
-fn valid_package_name(name: &str) -> bool {
-    let part = |p: &str| {
-        !p.is_empty()
-            && !p.starts_with('.')
-            && !p.starts_with('_')
-            && p.bytes().all(|b| {
-                b.is_ascii_lowercase()
-                    || b.is_ascii_digit()
-                    || matches!(b, b'-' | b'.' | b'_' | b'~')
-            })
-    };
-    if name.len() > 214 {
-        return false;
-    }
-    match name.strip_prefix('@') {
-        Some(scoped) => scoped
-            .split_once('/')
-            .is_some_and(|(scope, n)| part(scope) && part(n)),
-        None => part(name),
-    }
-}
-
 impl Spec {
     /// Reads a spec: an existing path is a tarball or a directory; anything that looks like a
     /// path but is not there is an error; otherwise a registry name with an optional version.
@@ -117,7 +121,7 @@ impl Spec {
         }
         if looks_like_path {
             return Err(InstallError::new(
-                "install-spec-invalid",
+                InstallErrorCode::SpecInvalid,
                 format!("{text}: no such tarball or directory"),
             ));
         }
@@ -136,9 +140,9 @@ impl Spec {
                 && v.bytes()
                     .all(|b| b.is_ascii_alphanumeric() || b" .-+^~<>=*|_".contains(&b))
         });
-        if !valid_package_name(&name) || !version_ok {
+        if nodetool_protocol::names::check_package_name(&name).is_err() || !version_ok {
             return Err(InstallError::new(
-                "install-spec-invalid",
+                InstallErrorCode::SpecInvalid,
                 format!(
                     "{text}: not a registry package name (with an optional @version), a local tarball or a directory"
                 ),
@@ -191,18 +195,22 @@ impl Installer {
     /// The ledger as it is now.
     pub fn ledger(&self) -> Result<Ledger, InstallError> {
         Ledger::read(&self.ledger_path())
-            .map_err(|m| InstallError::new("install-ledger-corrupt", m))
+            .map_err(|m| InstallError::new(InstallErrorCode::LedgerCorrupt, m))
     }
 
     /// Installs `spec` with scripts disabled and records it. `log` receives npm's output lines.
+    /// A local tarball or directory whose package takes a reserved name is refused unless
+    /// `reserved` is [`ReservedNames::Allow`]; the refusal is found in the staging copy, so
+    /// nothing lands.
     pub fn install(
         &self,
         spec: &Spec,
+        reserved: ReservedNames,
         log: &mut dyn FnMut(&str),
     ) -> Result<Installed, InstallError> {
         let ledger = self.ledger()?;
         let stage = Stage::begin(&self.dir)?;
-        let result = self.install_in(&stage, ledger, spec, log);
+        let result = self.install_in(&stage, ledger, spec, reserved, log);
         match result {
             Ok(installed) => {
                 stage.commit()?;
@@ -220,6 +228,7 @@ impl Installer {
         stage: &Stage,
         mut ledger: Ledger,
         spec: &Spec,
+        reserved: ReservedNames,
         log: &mut dyn FnMut(&str),
     ) -> Result<Installed, InstallError> {
         let root = stage.path();
@@ -256,11 +265,17 @@ impl Installer {
             Spec::Registry { name, .. } => name.clone(),
             _ => installed_name(&before, &after, &npm_spec).ok_or_else(|| {
                 InstallError::new(
-                    "install-npm-failed",
+                    InstallErrorCode::NpmFailed,
                     format!("npm installed {shown}, but the root package.json does not name it"),
                 )
             })?,
         };
+        if !matches!(spec, Spec::Registry { .. })
+            && reserved == ReservedNames::Refuse
+            && nodetool_protocol::names::is_reserved_package_name(&name)
+        {
+            return Err(reserved_name_refused(&name, &shown));
+        }
         let manifest_path = root.join("node_modules").join(&name).join("package.json");
         let manifest = read_json(&manifest_path)?;
         let mode = classify(&manifest);
@@ -283,7 +298,7 @@ impl Installer {
         ledger.version = 1;
         ledger
             .write(&root.join("nodetool-packs.json"))
-            .map_err(|m| InstallError::new("install-io", m))?;
+            .map_err(|m| InstallError::new(InstallErrorCode::Io, m))?;
         Ok(Installed { record, previous })
     }
 
@@ -338,7 +353,7 @@ impl Installer {
             .find(|p| p.extension().is_some_and(|x| x == "tgz"))
             .ok_or_else(|| {
                 InstallError::new(
-                    "install-npm-failed",
+                    InstallErrorCode::NpmFailed,
                     format!("npm pack {} produced no tarball", dir.display()),
                 )
             })?;
@@ -352,7 +367,7 @@ impl Installer {
         let lock = read_json(&path)?;
         lockfile::closure(&lock, name).map_err(|m| {
             InstallError::new(
-                "install-lockfile-invalid",
+                InstallErrorCode::LockfileInvalid,
                 format!("{}: {m}", path.display()),
             )
         })
@@ -364,7 +379,7 @@ impl Installer {
         let mut ledger = self.ledger()?;
         let record = ledger.packs.get(name).cloned().ok_or_else(|| {
             InstallError::new(
-                "install-not-installed",
+                InstallErrorCode::NotInstalled,
                 format!("{name} was not installed by nodetool packs install"),
             )
         })?;
@@ -372,7 +387,7 @@ impl Installer {
         let mode = classify(&manifest);
         if mode != record.mode {
             return Err(InstallError::new(
-                "trust-mode-moved",
+                InstallErrorCode::TrustModeMoved,
                 format!(
                     "trust refused: {name} was installed as {} but its package.json on disk now reads as {}; reinstall it to classify it again",
                     record.mode.as_str(),
@@ -383,7 +398,7 @@ impl Installer {
         match mode {
             Mode::Unknown => {
                 return Err(InstallError::new(
-                    "trust-refused-unknown",
+                    InstallErrorCode::TrustRefusedUnknown,
                     format!(
                         "trust refused: {name} declares nothing NodeTool can use (mode unknown); an unknown pack can never be trusted"
                     ),
@@ -391,7 +406,7 @@ impl Installer {
             }
             Mode::SandboxOnly => {
                 return Err(InstallError::new(
-                    "trust-refused-sandbox-only",
+                    InstallErrorCode::TrustRefusedSandboxOnly,
                     format!(
                         "trust refused: {name} is sandbox-only; it runs no host code and has no scripts to run, and it is already active"
                     ),
@@ -402,7 +417,7 @@ impl Installer {
         let on_disk = manifest.get("version").and_then(Value::as_str);
         if on_disk != Some(record.version.as_str()) {
             return Err(InstallError::new(
-                "trust-integrity-mismatch",
+                InstallErrorCode::TrustIntegrityMismatch,
                 format!(
                     "trust refused: {name} was installed at version {} but the package on disk is version {}",
                     record.version,
@@ -414,7 +429,7 @@ impl Installer {
         let differences = lockfile::differences(&record.closure, &current);
         if !differences.is_empty() {
             return Err(InstallError::new(
-                "trust-integrity-mismatch",
+                InstallErrorCode::TrustIntegrityMismatch,
                 format!(
                     "trust refused: the lockfile no longer matches what was installed for {name}, so nothing ran:\n  {}",
                     differences.join("\n  ")
@@ -435,12 +450,14 @@ impl Installer {
         names.dedup();
         args.extend(names);
         let args: Vec<&str> = args.iter().map(String::as_str).collect();
-        self.npm(&self.dir, &args, log).map_err(|e| InstallError {
-            code: "trust-rebuild-failed",
-            message: format!(
-                "{}\n(some of {name}'s scripts may have run; the pack stays inactive)",
-                e.message
-            ),
+        self.npm(&self.dir, &args, log).map_err(|e| {
+            InstallError::new(
+                InstallErrorCode::TrustRebuildFailed,
+                format!(
+                    "{}\n(some of {name}'s scripts may have run; the pack stays inactive)",
+                    e.message
+                ),
+            )
         })?;
         let mut trusted = record;
         trusted.scripts = Scripts::Ran;
@@ -448,7 +465,7 @@ impl Installer {
         ledger.packs.insert(name.to_string(), trusted.clone());
         ledger
             .write(&self.ledger_path())
-            .map_err(|m| InstallError::new("install-io", m))?;
+            .map_err(|m| InstallError::new(InstallErrorCode::Io, m))?;
         Ok(trusted)
     }
 
@@ -457,7 +474,7 @@ impl Installer {
         let mut ledger = self.ledger()?;
         let record = ledger.packs.remove(name).ok_or_else(|| {
             InstallError::new(
-                "install-not-installed",
+                InstallErrorCode::NotInstalled,
                 format!("{name} was not installed by nodetool packs install"),
             )
         })?;
@@ -481,7 +498,7 @@ impl Installer {
             .and_then(|()| {
                 ledger
                     .write(&root.join("nodetool-packs.json"))
-                    .map_err(|m| InstallError::new("install-io", m))
+                    .map_err(|m| InstallError::new(InstallErrorCode::Io, m))
             });
         match result {
             Ok(()) => {
@@ -514,14 +531,17 @@ impl Installer {
             .map_err(|e| {
                 if e.kind() == std::io::ErrorKind::NotFound {
                     InstallError::new(
-                        "install-npm-missing",
+                        InstallErrorCode::NpmMissing,
                         format!(
                             "{} was not found on PATH; install Node.js and npm",
                             self.npm.display()
                         ),
                     )
                 } else {
-                    InstallError::new("install-npm-failed", format!("cannot start {shown}: {e}"))
+                    InstallError::new(
+                        InstallErrorCode::NpmFailed,
+                        format!("cannot start {shown}: {e}"),
+                    )
                 }
             })?;
         // stderr is drained on its own thread so neither pipe can fill and stall npm.
@@ -542,7 +562,7 @@ impl Installer {
         }
         let status = child
             .wait()
-            .map_err(|e| InstallError::new("install-npm-failed", format!("{shown}: {e}")))?;
+            .map_err(|e| InstallError::new(InstallErrorCode::NpmFailed, format!("{shown}: {e}")))?;
         let errors = errors.join().unwrap_or_default();
         for line in errors.lines().filter(|l| !l.trim().is_empty()) {
             log(line);
@@ -551,10 +571,21 @@ impl Installer {
             return Ok(());
         }
         Err(InstallError::new(
-            "install-npm-failed",
+            InstallErrorCode::NpmFailed,
             format!("{shown} failed ({status}): {}", npm_summary(&errors)),
         ))
     }
+}
+
+/// The refusal of a local tarball or directory that takes a reserved name.
+fn reserved_name_refused(name: &str, shown: &str) -> InstallError {
+    InstallError::new(
+        InstallErrorCode::ReservedName,
+        format!(
+            "{shown} is the package {name}, a name reserved for NodeTool's own packs ({}/...); a local tarball or directory may not take it, so nothing was installed\nhelp: if you mean to replace NodeTool's pack of that name with this one, pass --allow-reserved-name (it is then used instead of the shipped pack, `packs list` says so, and consent given to the shipped pack does not carry over)",
+            nodetool_protocol::names::FIRST_PARTY_SCOPE
+        ),
+    )
 }
 
 /// The lines of npm's error output that say what went wrong, without its stack traces, object
@@ -630,7 +661,7 @@ fn read_json(path: &Path) -> Result<Value, InstallError> {
     let text = std::fs::read_to_string(path).map_err(|e| io("read", path, &e))?;
     serde_json::from_str(&text).map_err(|e| {
         InstallError::new(
-            "install-io",
+            InstallErrorCode::Io,
             format!("{}: is not valid JSON ({e})", path.display()),
         )
     })
@@ -638,17 +669,9 @@ fn read_json(path: &Path) -> Result<Value, InstallError> {
 
 fn io(what: &str, path: &Path, e: &std::io::Error) -> InstallError {
     InstallError::new(
-        "install-io",
+        InstallErrorCode::Io,
         format!("cannot {what} {}: {e}", path.display()),
     )
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    use sha2::Digest;
-    sha2::Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 /// A staging copy of the installed root. Changes are made in it; [`Stage::commit`] swaps it in
@@ -661,7 +684,10 @@ struct Stage {
 impl Stage {
     fn begin(root: &Path) -> Result<Stage, InstallError> {
         let parent = root.parent().ok_or_else(|| {
-            InstallError::new("install-io", format!("{} has no parent", root.display()))
+            InstallError::new(
+                InstallErrorCode::Io,
+                format!("{} has no parent", root.display()),
+            )
         })?;
         std::fs::create_dir_all(parent).map_err(|e| io("create", parent, &e))?;
         let staging = parent.join(".packs-staging");
@@ -670,7 +696,7 @@ impl Stage {
             Ok(()) => {}
             Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
                 return Err(InstallError::new(
-                    "install-busy",
+                    InstallErrorCode::Busy,
                     format!(
                         "another install is in progress ({} exists; remove it if no nodetool is running)",
                         staging.display()
@@ -758,7 +784,7 @@ fn symlink(link: &Path, target: &Path) -> Result<(), InstallError> {
 #[cfg(not(unix))]
 fn symlink(_link: &Path, target: &Path) -> Result<(), InstallError> {
     Err(InstallError::new(
-        "install-io",
+        InstallErrorCode::Io,
         format!(
             "{}: symbolic links are only copied on Unix",
             target.display()
@@ -780,8 +806,11 @@ mod tests {
         assert_eq!(registry("js-yaml@4.1.0"), "js-yaml");
         assert_eq!(registry("@acme/geo@^1.2"), "@acme/geo");
         assert_eq!(registry("@acme/geo"), "@acme/geo");
+        // A legacy name with capitals exists on the registry (`JSONStream`), so it installs, as
+        // npm installs it; a new pack cannot take one (`protocol::names::check_new_package_name`).
+        assert_eq!(registry("JSONStream"), "JSONStream");
         for bad in [
-            "Js-Yaml",
+            ".hidden",
             "@acme",
             "a b",
             "git+https://x/y.git",

@@ -9,23 +9,41 @@
 
 use std::collections::HashMap;
 use std::fs::File;
-use std::io::{BufReader, BufWriter};
+use std::io::BufWriter;
 use std::panic::AssertUnwindSafe;
 use std::process::ExitCode;
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
-use nodetool_guest::{Capabilities, FetchGrant, RunLimits, WorkspaceGrant};
+use nodetool_broker::Grants;
+use nodetool_guest::{Capabilities, RunLimits};
 use nodetool_protocol::catalog::{Resolution, ResolvedModule};
 use nodetool_protocol::packed::Packed;
 use nodetool_protocol::run::{RunError, RunErrorCode};
 
+use super::ask::{ChannelAuthority, Link};
+
+#[cfg(target_os = "linux")]
+use super::confine::{Confined, confine};
+
+/// Outside Linux there is no confinement to install (yet): the worker says so.
+#[cfg(not(target_os = "linux"))]
+fn confine(_channel: std::os::fd::RawFd) -> Result<Confined, String> {
+    Err(format!(
+        "sandbox workers cannot be confined on {} yet (only on Linux, with seccomp)",
+        std::env::consts::OS
+    ))
+}
+
+#[cfg(not(target_os = "linux"))]
+struct Confined {
+    landlock: bool,
+}
 use super::wire::{
     self, BlobWriter, Frame, FromWorker, MAX_RESULT_BYTES, RunAnswer, RunOrder, ScanAnswer,
     ScanOrder, ToWorker, WireCapabilities, WireError, WireIssue, WireLimits, WireModule, WirePlace,
     WorkerReady,
 };
-use crate::fetch::HttpClient;
 use crate::run::{BodyRun, Engines};
 use nodetool_wasm_host::ArtifactStore;
 
@@ -39,6 +57,9 @@ pub const MEMORY_ARG: &str = "--memory-bytes";
 /// The argument before the supervisor's process id.
 pub const PARENT_ARG: &str = "--parent-pid";
 
+/// The argument that tells a worker not to confine itself (see `WorkerOptions::confine`).
+pub const UNCONFINED_ARG: &str = "--unconfined";
+
 /// Runs the sandbox worker and returns its exit status when this process was started as one
 /// (its first argument is [`WORKER_ARG`]); `None` otherwise. Call it first thing in `main`.
 pub fn run_if_worker() -> Option<ExitCode> {
@@ -48,7 +69,12 @@ pub fn run_if_worker() -> Option<ExitCode> {
     }
     let mut memory = None;
     let mut parent = None;
+    let mut confine = true;
     while let Some(arg) = args.next() {
+        if arg == UNCONFINED_ARG {
+            confine = false;
+            continue;
+        }
         let value = args
             .next()
             .and_then(|v| v.to_str().and_then(|v| v.parse::<u64>().ok()));
@@ -58,10 +84,10 @@ pub fn run_if_worker() -> Option<ExitCode> {
             parent = value;
         }
     }
-    Some(worker_main(memory, parent))
+    Some(worker_main(memory, parent, confine))
 }
 
-fn worker_main(memory: Option<u64>, parent: Option<u64>) -> ExitCode {
+fn worker_main(memory: Option<u64>, parent: Option<u64>, confine: bool) -> ExitCode {
     use rustix::process::{Resource, Rlimit, Signal, setrlimit};
     // Die with the supervisor; if it is already gone (this process was adopted by init or a
     // subreaper), there is nobody to answer.
@@ -99,14 +125,8 @@ fn worker_main(memory: Option<u64>, parent: Option<u64>) -> ExitCode {
     if rustix::stdio::dup2_stdout(std::io::stderr()).is_err() {
         return ExitCode::from(3);
     }
-    let mut out = BufWriter::new(File::from(channel));
-    let ready = FromWorker::Ready(WorkerReady {
-        pid: std::process::id(),
-        memory_enforced,
-    });
-    if wire::write_frame(&mut out, &ready, &BlobWriter::default()).is_err() {
-        return ExitCode::from(3);
-    }
+    let channel_fd = std::os::fd::AsRawFd::as_raw_fd(&channel);
+    let link = Arc::new(Link::new(BufWriter::new(File::from(channel))));
 
     // Orders are served on a thread whose stack is fixed (and counted in the data ceiling):
     // the main thread's stack grows up to whatever RLIMIT_STACK allows, which the ceiling does
@@ -118,7 +138,7 @@ fn worker_main(memory: Option<u64>, parent: Option<u64>) -> ExitCode {
     let served = std::thread::Builder::new()
         .name("worker-run".into())
         .stack_size(stack.max(2 * 1024 * 1024))
-        .spawn(move || serve(out));
+        .spawn(move || serve(&link, channel_fd, memory_enforced, confine));
     match served.map(std::thread::JoinHandle::join) {
         Ok(Ok(())) => ExitCode::SUCCESS,
         _ => ExitCode::from(3),
@@ -136,27 +156,65 @@ const QUIET_TEARDOWN_BYTES: usize = 4 * 1024 * 1024;
 /// asks to be replaced.
 const HOST_WORK_SETTLE: Duration = Duration::from_millis(50);
 
-fn serve(mut out: BufWriter<File>) {
+fn serve(link: &Arc<Link>, channel_fd: std::os::fd::RawFd, memory_enforced: bool, confine: bool) {
     let artifacts = Arc::new(Artifacts::default());
     let engines = Engines::for_worker(Arc::clone(&artifacts) as Arc<dyn ArtifactStore>);
     engines.prepare(&RunLimits::STANDARD);
+    // Native libraries a host module loads at run time are mapped now: once confined, the
+    // worker cannot open a file.
+    nodetool_host_modules::preload_native_libraries();
+    {
+        let link = Arc::clone(link);
+        nodetool_host_modules::set_ocr_language_source(Box::new(move |language| {
+            link.language_data(language)
+        }));
+    }
+    let confined = if confine {
+        confine_unless_tested(channel_fd)
+    } else {
+        Err("the supervisor started this worker unconfined".to_string())
+    };
+    let ready = FromWorker::Ready(WorkerReady {
+        pid: std::process::id(),
+        memory_enforced,
+        landlock: confined.as_ref().is_ok_and(|c| c.landlock),
+        unconfined: confined.err(),
+    });
+    if link.send(&ready, &BlobWriter::default()).is_err() {
+        return;
+    }
     let mut modules: HashMap<String, ResolvedModule> = HashMap::new();
-    let mut input = BufReader::new(std::io::stdin().lock());
-    // One order at a time, read on this thread: a run ends early only by this process being
-    // killed, so nothing needs to read the channel while a run executes. The supervisor
-    // closing the channel (or sending something no supervisor sends) ends the worker.
-    while let Ok(frame) = wire::read_frame::<ToWorker>(&mut input) {
-        let (order, frame) = frame.split();
+    while let Some((order, frame)) = link.next_order() {
         let order = match order {
             ToWorker::Run(order) => order,
             ToWorker::Scan(order) => {
                 let answer = scan(&frame, &order);
-                if wire::write_frame(
-                    &mut out,
-                    &FromWorker::Scanned(answer),
-                    &BlobWriter::default(),
-                )
-                .is_err()
+                if link
+                    .send(&FromWorker::Scanned(answer), &BlobWriter::default())
+                    .is_err()
+                {
+                    return;
+                }
+                continue;
+            }
+            // The reader keeps replies; nothing else is an order.
+            ToWorker::Reply(_) => return,
+            ToWorker::Compile(order) => {
+                let mut blob = BlobWriter::default();
+                let answer = compile(&engines, &artifacts, &frame, order, &mut blob);
+                // A compile worker serves that one order and leaves.
+                let _ = link.send(&FromWorker::Compiled(answer), &blob);
+                return;
+            }
+            #[cfg(debug_assertions)]
+            ToWorker::Probe(order) => {
+                let answer = wire::ProbeAnswer {
+                    id: order.id,
+                    outcome: probe(&order.operation),
+                };
+                if link
+                    .send(&FromWorker::Probed(answer), &BlobWriter::default())
+                    .is_err()
                 {
                     return;
                 }
@@ -168,9 +226,13 @@ fn serve(mut out: BufWriter<File>) {
         let mut blob = BlobWriter::default();
         artifacts.offer(&frame, &order.artifacts);
         let ran = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            execute(&engines, &mut modules, &frame, order, &mut blob)
+            execute(&engines, &mut modules, &frame, order, &mut blob, link)
         }));
-        let produced = artifacts.take_produced(&mut blob);
+        // Replies to calls the run did not wait for have nobody to settle.
+        link.forget_waiting();
+        // What this run compiled is not handed back: the supervisor keeps only artifacts a
+        // fresh worker compiled before it ran any guest code (`ToWorker::Compile`).
+        let refused_artifacts = artifacts.forget_produced();
         let (answer, retire) = match ran {
             Ok(Ok(answer)) => (answer, false),
             Ok(Err(error)) => (failed(id, error, started), false),
@@ -189,13 +251,13 @@ fn serve(mut out: BufWriter<File>) {
         let settles = engines.last_peak_heap_bytes() > QUIET_TEARDOWN_BYTES;
         let answer = RunAnswer {
             retire,
-            artifacts: produced,
             host_work_left: host_work_left(),
+            refused_artifacts,
             settles,
             ..answer
         };
         let leaving = retire || answer.host_work_left;
-        if wire::write_frame(&mut out, &FromWorker::Answer(answer), &blob).is_err() || leaving {
+        if link.send(&FromWorker::Answer(answer), &blob).is_err() || leaving {
             return;
         }
         drop(blob);
@@ -205,10 +267,76 @@ fn serve(mut out: BufWriter<File>) {
         // never part of a run's deadline).
         engines.prepare(&RunLimits::STANDARD);
         if settles
-            && wire::write_frame(&mut out, &FromWorker::Prepared, &BlobWriter::default()).is_err()
+            && link
+                .send(&FromWorker::Prepared, &BlobWriter::default())
+                .is_err()
         {
             return;
         }
+    }
+}
+
+/// A run that failed on an operation the worker's confinement refused (the standard library
+/// says `os error 1`, `EPERM`, which nothing else in a confined worker is refused with) is
+/// `sandbox-denied`, naming what was refused.
+fn denied(error: RunError) -> RunError {
+    if error.code != RunErrorCode::HostModuleError || !error.message.contains("(os error 1)") {
+        return error;
+    }
+    RunError {
+        code: RunErrorCode::SandboxDenied,
+        message: format!(
+            "the sandbox refused an operation this host call attempted (sandbox workers cannot open files, sockets or processes): {}",
+            error.message
+        ),
+        ..error
+    }
+}
+
+/// Confines the worker (see `confine`). Debug builds only: with
+/// `NODETOOL_TEST_UNCONFINABLE=1` in its environment a worker acts as one whose kernel refused
+/// confinement, so the tests can check what the supervisor does then.
+fn confine_unless_tested(channel_fd: std::os::fd::RawFd) -> Result<Confined, String> {
+    #[cfg(debug_assertions)]
+    if std::env::var("NODETOOL_TEST_UNCONFINABLE").is_ok_and(|v| v == "1") {
+        return Err("this test worker acts as if the kernel had no seccomp".into());
+    }
+    confine(channel_fd)
+}
+
+/// Whether the `stall-channel` probe was made (debug builds only).
+#[cfg(debug_assertions)]
+pub(super) fn stalled() -> bool {
+    STALL_CHANNEL.load(std::sync::atomic::Ordering::Acquire)
+}
+
+/// Set by the `stall-channel` probe: the channel reader stops after the next order.
+#[cfg(debug_assertions)]
+static STALL_CHANNEL: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Tries one operation a confined worker must not be able to make (debug builds only).
+#[cfg(debug_assertions)]
+fn probe(operation: &str) -> Result<String, String> {
+    match operation {
+        "stall-channel" => {
+            STALL_CHANNEL.store(true, std::sync::atomic::Ordering::Release);
+            Ok("the channel reader stops after the next order".into())
+        }
+        "open" => std::fs::read_to_string("/etc/passwd")
+            .map(|text| format!("read {} bytes", text.len()))
+            .map_err(|e| e.to_string()),
+        "socket" => std::net::TcpStream::connect(("127.0.0.1", 9))
+            .map(|_| "connected".to_string())
+            .map_err(|e| e.to_string()),
+        "spawn" => std::process::Command::new("/bin/true")
+            .status()
+            .map(|s| format!("ran: {s}"))
+            .map_err(|e| e.to_string()),
+        "thread" => std::thread::spawn(|| 6 * 7)
+            .join()
+            .map(|n| format!("a thread answered {n}"))
+            .map_err(|_| "the thread panicked".to_string()),
+        other => Err(format!("no probe {other:?}")),
     }
 }
 
@@ -249,13 +377,13 @@ fn scan(frame: &Frame<()>, order: &ScanOrder) -> ScanAnswer {
     };
     match &order.node {
         Some(node) => {
-            let analysis = nodetool_guest::validate::analyze_body(node, code);
+            let analysis = nodetool_jssource::validate::analyze_body(node, code);
             answer.imports = analysis.imports.iter().map(place).collect();
             answer.issues = analysis
                 .issues
                 .into_iter()
                 .map(|i| WireIssue {
-                    error: i.severity == nodetool_guest::validate::Severity::Error,
+                    error: i.severity == nodetool_jssource::validate::Severity::Error,
                     code: i.code.to_string(),
                     message: i.message,
                     line: i.line,
@@ -285,14 +413,57 @@ fn failed(id: u64, error: RunError, started: Instant) -> RunAnswer {
         logs: Vec::new(),
         duration_us: duration_us(started.elapsed()),
         retire: false,
-        artifacts: Vec::new(),
         host_work_left: false,
+        refused_artifacts: Vec::new(),
         settles: false,
     }
 }
 
 fn duration_us(d: Duration) -> u64 {
     u64::try_from(d.as_micros()).unwrap_or(u64::MAX)
+}
+
+/// A compile order: every WASM module compiled (and re-validated) as a run would, nothing run.
+fn compile(
+    engines: &Engines,
+    artifacts: &Artifacts,
+    frame: &Frame<()>,
+    order: wire::CompileOrder,
+    blob: &mut BlobWriter,
+) -> wire::CompileAnswer {
+    let mut answer = wire::CompileAnswer {
+        id: order.id,
+        artifacts: Vec::new(),
+        error: None,
+    };
+    let mut resolution = Resolution {
+        modules: Vec::with_capacity(order.modules.len()),
+        statuses: Vec::new(),
+    };
+    for module in order.modules {
+        match module {
+            WireModule::Full { module, .. } => match module.read(&frame.blob()) {
+                Ok(module) => resolution.modules.push(module),
+                Err(e) => {
+                    answer.error = Some(format!("the order could not be read: {e}"));
+                    return answer;
+                }
+            },
+            WireModule::Known(_) => {
+                answer.error = Some("a compile order names a module by key".into());
+                return answer;
+            }
+        }
+    }
+    let compiled = std::panic::catch_unwind(AssertUnwindSafe(|| {
+        engines.dispatchers(&resolution).map(|_| ())
+    }));
+    match compiled {
+        Ok(Ok(())) => answer.artifacts = artifacts.take_produced(blob),
+        Ok(Err(e)) => answer.error = Some(e.message),
+        Err(_) => answer.error = Some("compiling panicked".into()),
+    }
+    answer
 }
 
 /// One order: its modules (kept for later runs), its inputs, the run, the packed result.
@@ -302,6 +473,7 @@ fn execute(
     frame: &Frame<()>,
     order: RunOrder,
     blob: &mut BlobWriter,
+    link: &Arc<Link>,
 ) -> Result<RunAnswer, RunError> {
     let malformed = |e: WireError| {
         RunError::new(
@@ -340,7 +512,7 @@ fn execute(
             code,
             inputs: &inputs,
             limits: limits(order.limits),
-            capabilities: capabilities(order.capabilities),
+            capabilities: capabilities(order.capabilities, link),
             cancel: None,
         },
     );
@@ -365,7 +537,7 @@ fn execute(
                 (Some(blob.push(&packed)), None)
             }
         }
-        Err(error) => (None, Some(error)),
+        Err(error) => (None, Some(denied(error))),
     };
     Ok(RunAnswer {
         id: order.id,
@@ -374,8 +546,8 @@ fn execute(
         logs: outcome.logs,
         duration_us: duration,
         retire: false,
-        artifacts: Vec::new(),
         host_work_left: false,
+        refused_artifacts: Vec::new(),
         settles: false,
     })
 }
@@ -397,6 +569,21 @@ impl Artifacts {
                 map.insert(key, Arc::from(bytes));
             }
         }
+    }
+
+    /// Forgets what the run compiled, and returns the keys of offered artifacts the engine
+    /// would not load (it compiled those modules itself, so it saved them again).
+    fn forget_produced(&self) -> Vec<String> {
+        let mut offered = self.offered.lock().unwrap_or_else(PoisonError::into_inner);
+        let produced =
+            std::mem::take(&mut *self.produced.lock().unwrap_or_else(PoisonError::into_inner));
+        let refused = produced
+            .iter()
+            .filter(|(key, _)| offered.contains_key(key))
+            .map(|(key, _)| key_to_hex(key))
+            .collect();
+        offered.clear();
+        refused
     }
 
     fn take_produced(&self, blob: &mut BlobWriter) -> Vec<(String, wire::Span)> {
@@ -465,18 +652,46 @@ fn limits(wire: WireLimits) -> RunLimits {
     }
 }
 
-fn capabilities(wire: WireCapabilities) -> Capabilities {
+/// The run's capabilities: its secrets, and a channel to the supervisor for the brokered ones.
+fn capabilities(wire: WireCapabilities, link: &Arc<Link>) -> Capabilities {
+    let grants = Grants {
+        workspace: wire.workspace,
+        fetch: wire.fetch,
+    };
     Capabilities {
         secrets: wire.secrets.map(|s| s.into_iter().collect()),
-        workspace: wire.workspace.map(|w| WorkspaceGrant {
-            max_file_bytes: w.max_file_bytes,
-            max_list_entries: clamp(w.max_list_entries),
-            ..WorkspaceGrant::standard(w.root)
+        authority: (grants.workspace || grants.fetch).then(|| {
+            Arc::new(ChannelAuthority {
+                grants,
+                link: Arc::clone(link),
+            }) as Arc<dyn nodetool_broker::Authority>
         }),
-        fetch: wire.fetch.map(|f| FetchGrant {
-            allowed_hosts: f.allowed_hosts,
-            max_response_bytes: clamp(f.max_response_bytes),
-            client: Arc::new(HttpClient::new()),
-        }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_host_call_refused_by_the_confinement_is_sandbox_denied() {
+        let refused = RunError::new(
+            RunErrorCode::HostModuleError,
+            "Error: ocr.recognize: reading the data failed: Operation not permitted (os error 1)",
+        );
+        let error = denied(refused);
+        assert_eq!(error.code, RunErrorCode::SandboxDenied);
+        assert!(
+            error.message.contains("Operation not permitted"),
+            "{}",
+            error.message
+        );
+        // Anything else keeps its code.
+        for (code, message) in [
+            (RunErrorCode::HostModuleError, "Error: csv.parse: bad quote"),
+            (RunErrorCode::RuntimeError, "Error: (os error 1)"),
+        ] {
+            assert_eq!(denied(RunError::new(code, message)).code, code);
+        }
     }
 }

@@ -13,12 +13,15 @@
 //! and a worker that breaks the protocol is killed); a run's answer is never `ok` after its
 //! deadline.
 
+mod ask;
 mod child;
+#[cfg(target_os = "linux")]
+mod confine;
 mod pool;
 pub mod wire;
 
 pub use child::{MEMORY_ARG, WORKER_ARG, run_if_worker};
 pub use pool::{
-    PoolRun, WorkerCounts, WorkerOptions, WorkerPool, WorkerStartError, artifact_dir,
-    options_from_flags,
+    ALLOW_UNCONFINED_ENV, PoolRun, WorkerCounts, WorkerOptions, WorkerPool, WorkerStartError,
+    artifact_dir, options_from_flags,
 };

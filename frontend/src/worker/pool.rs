@@ -10,27 +10,28 @@
 //! too many modules. Idle workers wait for their next run; a slot whose worker was killed is
 //! usable again only once its replacement said it is ready.
 
-use std::collections::{HashSet, VecDeque};
-use std::io::{BufWriter, Read};
+use std::collections::{HashMap, HashSet, VecDeque};
+use std::io::Read;
 use std::os::unix::process::ExitStatusExt;
 use std::path::PathBuf;
-use std::process::{Child, ChildStdin, ChildStdout, Command, ExitStatus, Stdio};
+use std::process::{Child, ChildStdout, Command, ExitStatus, Stdio};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use nodetool_broker::Authority;
 use nodetool_guest::{CancelToken, Capabilities, RunLimits, RunOutcome};
 use nodetool_protocol::catalog::{FileContent, Resolution, ResolvedKind};
 use nodetool_protocol::packed::Packed;
 use nodetool_protocol::run::{RunError, RunErrorCode};
 use nodetool_protocol::value::Value;
 
-use super::child::{MEMORY_ARG, PARENT_ARG, WORKER_ARG};
+use super::ask::{self, SharedStdin};
+use super::child::{MEMORY_ARG, PARENT_ARG, UNCONFINED_ARG, WORKER_ARG};
 use super::wire::{
     self, BlobWriter, Frame, FrameReader, FromWorker, RunAnswer, RunOrder, ScanAnswer, ScanOrder,
-    ToWorker, WireCapabilities, WireError, WireFetch, WireLimits, WireModule, WireResolved,
-    WireWorkspace, module_key,
+    ToWorker, WireCapabilities, WireError, WireLimits, WireModule, WireResolved, module_key,
 };
 
 /// How workers are started and retired. There is no `Default` for the program:
@@ -51,7 +52,17 @@ pub struct WorkerOptions {
     /// Where compiled WASM modules are kept between runs (`None`: nowhere). Only the
     /// supervisor writes here.
     pub artifact_dir: Option<PathBuf>,
+    /// Run bodies in workers that could not confine themselves (no seccomp filter: another
+    /// OS, an old kernel, a container that forbids it). Off by default: such a worker is a
+    /// start-up error saying why ([`ALLOW_UNCONFINED_ENV`] or `--allow-unconfined` turn it on).
+    pub allow_unconfined: bool,
+    /// Confine workers (the default). Off only where code asks for it (the isolation
+    /// benchmark measures what confinement costs); no front end offers it.
+    pub confine: bool,
 }
+
+/// The environment variable that allows unconfined workers when set to `1`.
+pub const ALLOW_UNCONFINED_ENV: &str = "NODETOOL_ALLOW_UNCONFINED";
 
 impl WorkerOptions {
     /// The standard ceiling for a worker: 512 MiB.
@@ -70,6 +81,8 @@ impl WorkerOptions {
             grace: Self::STANDARD_GRACE,
             recycle_after: Self::STANDARD_RECYCLE_AFTER,
             artifact_dir: None,
+            allow_unconfined: false,
+            confine: true,
         }
     }
 }
@@ -135,6 +148,9 @@ const SETTLE_TIMEOUT: Duration = Duration::from_secs(5);
 /// How long parsing one body (for its imports, or to validate it) may take in a worker.
 pub const SCAN_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// How long compiling a run's missing WASM modules may take in a compile worker.
+const COMPILE_TIMEOUT: Duration = Duration::from_secs(30);
+
 /// How often a waiting run looks at its cancel token.
 const CANCEL_POLL: Duration = Duration::from_millis(10);
 
@@ -157,7 +173,7 @@ pub struct WorkerCounts {
 /// One worker process.
 struct Worker {
     child: Child,
-    stdin: BufWriter<ChildStdin>,
+    stdin: SharedStdin,
     frames: FrameReader<ChildStdout>,
     stderr: Arc<StderrTail>,
     /// Modules this worker holds, by key.
@@ -215,11 +231,25 @@ struct Shared {
     next_id: AtomicU64,
     counts: WorkerCounts,
     memory_enforced: std::sync::atomic::AtomicBool,
+    /// Why the workers could not be confined, when the operator allowed that.
+    unconfined: Mutex<Option<String>>,
+    /// Whether the last worker started has Landlock denying it the filesystem.
+    landlock: std::sync::atomic::AtomicBool,
 }
 
 /// Sandbox worker processes and the runs they serve. Cheap to clone; `Sync`.
 #[derive(Clone)]
 pub struct WorkerPool(Arc<Shared>);
+
+/// One order's exchange with a worker: its id, who may cancel it, when its worker is killed,
+/// the error then, and the run's authority (for the capability calls it makes).
+struct Exchange<'a> {
+    id: u64,
+    cancel: Option<&'a CancelToken>,
+    kill_after: Duration,
+    on_timeout: &'a dyn Fn() -> RunError,
+    authority: Option<&'a Arc<dyn Authority>>,
+}
 
 /// One run through the pool: the resolution is already the catalog's answer.
 pub struct PoolRun<'a> {
@@ -251,6 +281,8 @@ impl WorkerPool {
             next_id: AtomicU64::new(1),
             counts: WorkerCounts::default(),
             memory_enforced: std::sync::atomic::AtomicBool::new(true),
+            unconfined: Mutex::new(None),
+            landlock: std::sync::atomic::AtomicBool::new(false),
             options,
         }));
         for _ in 0..pool.0.options.workers {
@@ -268,6 +300,21 @@ impl WorkerPool {
     /// What happened to workers so far.
     pub fn counts(&self) -> &WorkerCounts {
         &self.0.counts
+    }
+
+    /// Whether Landlock denies the workers the filesystem too (besides seccomp): the kernel
+    /// has it and accepted the ruleset.
+    pub fn landlock(&self) -> bool {
+        self.0.landlock.load(Ordering::Relaxed)
+    }
+
+    /// Why workers run unconfined (the operator allowed it), when they do.
+    pub fn unconfined(&self) -> Option<String> {
+        self.0
+            .unconfined
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
     }
 
     /// Whether every worker started so far runs under its memory ceiling (the kernel accepted
@@ -314,6 +361,15 @@ impl WorkerPool {
             .arg(options.memory_bytes.to_string())
             .arg(PARENT_ARG)
             .arg(std::process::id().to_string())
+            .args((!options.confine).then_some(UNCONFINED_ARG))
+            // A worker needs nothing from the environment, and a compromised one would hold
+            // whatever it was given; only the debug builds' test switch passes.
+            .env_clear()
+            .envs(
+                std::env::vars_os().filter(|(name, _)| {
+                    cfg!(debug_assertions) && name == "NODETOOL_TEST_UNCONFINABLE"
+                }),
+            )
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -332,6 +388,18 @@ impl WorkerPool {
                 "the sandbox worker's pipes could not be opened".into(),
             ));
         };
+        // Larger pipes: a big order, result or capability reply crosses in fewer wake-ups
+        // (best effort; the kernel may refuse).
+        let _ = rustix::pipe::fcntl_setpipe_size(&stdin, wire::PIPE_BYTES);
+        // Every write to a worker has a deadline (`wire::write_frame_until`).
+        if let Err(e) = rustix::io::ioctl_fionbio(&stdin, true) {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(WorkerStartError(format!(
+                "the sandbox worker's channel could not be set up ({e})"
+            )));
+        }
+        let _ = rustix::pipe::fcntl_setpipe_size(&stdout, wire::PIPE_BYTES);
         let tail = Arc::new(StderrTail {
             tail: Mutex::new(VecDeque::with_capacity(STDERR_TAIL)),
             closed: Mutex::new(false),
@@ -355,7 +423,7 @@ impl WorkerPool {
         };
         let mut worker = Worker {
             child,
-            stdin: BufWriter::new(stdin),
+            stdin: Arc::new(Mutex::new(stdin)),
             frames,
             stderr: tail,
             known: HashSet::new(),
@@ -379,6 +447,20 @@ impl WorkerPool {
             })) => {
                 if !ready.memory_enforced {
                     self.0.memory_enforced.store(false, Ordering::Relaxed);
+                }
+                self.0.landlock.store(ready.landlock, Ordering::Relaxed);
+                if let Some(why) = ready.unconfined {
+                    if self.0.options.confine && !self.0.options.allow_unconfined {
+                        return Err(WorkerStartError(format!(
+                            "sandbox workers cannot be confined on this host: {why}. Bodies are not run without that second wall\nhelp: to run them unconfined anyway, pass --allow-unconfined or set {ALLOW_UNCONFINED_ENV}=1"
+                        )));
+                    }
+                    let mut unconfined = self
+                        .0
+                        .unconfined
+                        .lock()
+                        .unwrap_or_else(PoisonError::into_inner);
+                    unconfined.get_or_insert(why);
                 }
                 Ok(worker)
             }
@@ -501,19 +583,24 @@ impl WorkerPool {
     /// (killed or dead) and replaced; `sent` hears of the worker the order went to.
     fn exchange(
         &self,
-        id: u64,
-        cancel: Option<&CancelToken>,
-        kill_after: Duration,
-        on_timeout: &dyn Fn() -> RunError,
+        order: Exchange<'_>,
         build: &mut dyn FnMut(&Worker) -> (ToWorker, BlobWriter),
         sent: &mut dyn FnMut(&mut Worker, Instant),
     ) -> Result<(Worker, FromWorker, Frame<()>), RunError> {
+        let Exchange {
+            id,
+            cancel,
+            kill_after,
+            on_timeout,
+            authority,
+        } = order;
         let mut attempts = 0;
         let (mut worker, kill_at) = loop {
             let mut worker = self.take(cancel)?;
             worker.stderr.clear();
             let (order, blob) = build(&worker);
-            match wire::write_frame(&mut worker.stdin, &order, &blob) {
+            let write_by = Instant::now() + kill_after;
+            match ask::send_to(&worker.stdin, &order, &blob, write_by) {
                 // A worker still tearing its last run down reads the order once it says
                 // `Prepared`: the clock starts then, so that time is never this run's. One that
                 // dies before it is replaced and the order goes to another, once.
@@ -575,19 +662,89 @@ impl WorkerPool {
                     let (header, frame) = frame.split();
                     return Ok((worker, header, frame));
                 }
+                // The run calls a brokered capability: decided and performed here.
+                Ok(Some(frame)) if matches!(frame.header, FromWorker::Ask(_)) => {
+                    let (header, frame) = frame.split();
+                    let FromWorker::Ask(asked) = header else {
+                        continue;
+                    };
+                    let served = ask::serve(authority, asked, frame, &worker.stdin, kill_at);
+                    // A worker that stopped reading its channel is out of time, not out of
+                    // protocol: it is stopped at the deadline like any other.
+                    match served {
+                        Ok(()) => {}
+                        Err(WireError::Io(e)) if e.kind() == std::io::ErrorKind::TimedOut => {
+                            self.0.counts.killed.fetch_add(1, Ordering::Relaxed);
+                            drop(worker);
+                            self.replace();
+                            return Err(on_timeout());
+                        }
+                        Err(_) => return Err(self.broke_protocol(worker)),
+                    }
+                }
                 Ok(Some(_)) | Err(WireError::Malformed(_)) => {
-                    // A worker that says something no worker says is not trusted again.
-                    self.0.counts.crashed.fetch_add(1, Ordering::Relaxed);
-                    drop(worker);
-                    self.replace();
-                    return Err(RunError::new(
-                        RunErrorCode::SandboxCrashed,
-                        "the sandbox worker broke the protocol; it was stopped and replaced",
-                    ));
+                    return Err(self.broke_protocol(worker));
                 }
                 Err(WireError::Closed | WireError::Io(_)) => return Err(self.died(worker)),
             }
         }
+    }
+
+    /// Compiles, in a fresh worker that runs no guest code and then leaves, the WASM modules
+    /// of `resolution` the artifact cache lacks, and keeps what it hands back under each
+    /// module's own key. Best effort: a failure leaves the run to compile for itself.
+    /// `keys` are the artifact keys of `resolution`'s WASM modules ([`artifact_keys`]). Only
+    /// whether an entry exists is looked at here; its digest is checked when it is read for a
+    /// run, and one that fails it is compiled again after that run.
+    fn compile_missing(&self, resolution: &Resolution, keys: &HashMap<String, String>) {
+        let Some(store) = self.artifact_store() else {
+            return;
+        };
+        let missing: Vec<_> = resolution
+            .modules
+            .iter()
+            .filter(|m| {
+                keys.get(&m.specifier)
+                    .and_then(|hex| store.path(hex))
+                    .is_some_and(|path| !path.is_file())
+            })
+            .collect();
+        if missing.is_empty() {
+            return;
+        }
+        let Ok(mut worker) = self.spawn() else {
+            return;
+        };
+        let id = self.0.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut blob = BlobWriter::default();
+        let modules = missing
+            .iter()
+            .map(|m| WireModule::Full {
+                key: module_key(m),
+                module: Box::new(WireResolved::write(m, &mut blob)),
+            })
+            .collect();
+        let until = Instant::now() + COMPILE_TIMEOUT;
+        let order = ToWorker::Compile(wire::CompileOrder { id, modules });
+        if ask::send_to(&worker.stdin, &order, &blob, until).is_err() {
+            return;
+        }
+        drop(blob);
+        if let Ok(Some(frame)) = worker.frames.next::<FromWorker>(until) {
+            let (header, frame) = frame.split();
+            if let FromWorker::Compiled(answer) = header {
+                for (hex, span) in &answer.artifacts {
+                    // Only a key of the modules it was given, and bytes that read.
+                    if keys.values().any(|k| k == hex)
+                        && let Ok(bytes) = frame.blob().get(*span)
+                    {
+                        store.write(hex, bytes);
+                    }
+                }
+            }
+        }
+        // The compile worker is done either way.
+        let _ = worker.child.kill();
     }
 
     /// Runs one body in a worker (see the module documentation for every way it can end).
@@ -598,8 +755,14 @@ impl WorkerPool {
             logs: Vec::new(),
             duration: started.elapsed(),
         };
-        let id = self.0.next_id.fetch_add(1, Ordering::Relaxed);
         let wasm_keys = artifact_keys(run.resolution);
+        // A WASM module the cache lacks is compiled first, in a worker of its own (the run's
+        // clock has not started).
+        self.compile_missing(run.resolution, &wasm_keys);
+        // An entry that could not be read for this run (gone, or failing its digest and so
+        // dropped) is compiled again after it.
+        let unreadable = std::cell::Cell::new(false);
+        let id = self.0.next_id.fetch_add(1, Ordering::Relaxed);
         let inputs = Packed::from_value(run.inputs).to_bytes();
         let build = |worker: &Worker| {
             let mut blob = BlobWriter::default();
@@ -618,11 +781,13 @@ impl WorkerPool {
                     let module = Box::new(WireResolved::write(m, &mut blob));
                     sent_keys.push((key.clone(), blob.len() - before));
                     // A module this worker has not compiled: its artifact, when one is kept.
-                    if let Some((hex, artifact)) = wasm_keys
-                        .get(&m.specifier)
-                        .and_then(|hex| Some((hex, self.artifact_store()?.read(hex)?)))
+                    if let (Some(hex), Some(store)) =
+                        (wasm_keys.get(&m.specifier), self.artifact_store())
                     {
-                        artifacts.push((hex.clone(), blob.push(&artifact)));
+                        match store.read(hex) {
+                            Some(artifact) => artifacts.push((hex.clone(), blob.push(&artifact))),
+                            None => unreadable.set(true),
+                        }
                     }
                     WireModule::Full { key, module }
                 })
@@ -642,10 +807,13 @@ impl WorkerPool {
         let mut deadline = Instant::now() + run.limits.timeout;
         let sent_modules = std::cell::RefCell::new(Vec::new());
         let exchanged = self.exchange(
-            id,
-            run.cancel,
-            run.limits.timeout + self.0.options.grace,
-            &|| timeout(&run.limits),
+            Exchange {
+                id,
+                cancel: run.cancel,
+                kill_after: run.limits.timeout + self.0.options.grace,
+                on_timeout: &|| timeout(&run.limits),
+                authority: run.capabilities.authority.as_ref(),
+            },
             &mut |worker| {
                 let (order, blob, keys) = build(worker);
                 *sent_modules.borrow_mut() = keys;
@@ -666,23 +834,25 @@ impl WorkerPool {
             Err(e) => return fail(e),
         };
         let FromWorker::Answer(answer) = header else {
-            return fail(RunError::new(
-                RunErrorCode::SandboxCrashed,
-                "the sandbox worker broke the protocol; it was stopped and replaced",
-            ));
+            return fail(protocol_broken());
         };
         let retire = answer.retire || answer.host_work_left;
         let settles = answer.settles;
+        // An artifact the worker's engine would not load is dropped (the worst a lying worker
+        // does with this is cost a recompile) and compiled again after the run.
+        let refused: Vec<&String> = answer
+            .refused_artifacts
+            .iter()
+            .filter(|hex| wasm_keys.values().any(|k| k == *hex))
+            .collect();
         if let Some(store) = self.artifact_store() {
-            for (hex, span) in &answer.artifacts {
-                // Only a key of this run's modules, and bytes that read.
-                if wasm_keys.values().any(|k| k == hex)
-                    && let Ok(bytes) = frame.blob().get(*span)
-                {
-                    store.write(hex, bytes);
+            for hex in &refused {
+                if let Some(path) = store.path(hex) {
+                    let _ = std::fs::remove_file(path);
                 }
             }
         }
+        let recompile = !refused.is_empty() || unreadable.get();
         let mut outcome = finish(answer, &frame, started);
         // Late is late however long the answer took to read: never `ok` after the deadline.
         if Instant::now() > deadline {
@@ -692,6 +862,9 @@ impl WorkerPool {
         // waits for it.
         worker.settling = settles;
         self.give_back(worker, retire);
+        if recompile {
+            self.compile_missing(run.resolution, &wasm_keys);
+        }
         outcome
     }
 
@@ -715,10 +888,13 @@ impl WorkerPool {
             )
         };
         let (worker, header, _) = self.exchange(
-            id,
-            cancel,
-            SCAN_TIMEOUT,
-            &on_timeout,
+            Exchange {
+                id,
+                cancel,
+                kill_after: SCAN_TIMEOUT,
+                on_timeout: &on_timeout,
+                authority: None,
+            },
             &mut |_| {
                 let mut blob = BlobWriter::default();
                 let order = ToWorker::Scan(ScanOrder {
@@ -733,11 +909,46 @@ impl WorkerPool {
         self.give_back(worker, false);
         match header {
             FromWorker::Scanned(answer) => Ok(answer),
-            _ => Err(RunError::new(
-                RunErrorCode::SandboxCrashed,
-                "the sandbox worker broke the protocol; it was stopped and replaced",
-            )),
+            _ => Err(protocol_broken()),
         }
+    }
+
+    /// Has a worker try one operation its confinement must refuse, and returns what
+    /// happened (debug builds only; see `ToWorker::Probe`).
+    #[cfg(debug_assertions)]
+    pub fn probe(&self, operation: &str) -> Result<Result<String, String>, RunError> {
+        let id = self.0.next_id.fetch_add(1, Ordering::Relaxed);
+        let on_timeout = || RunError::new(RunErrorCode::Timeout, "the probe did not answer");
+        let (worker, header, _) = self.exchange(
+            Exchange {
+                id,
+                cancel: None,
+                kill_after: SCAN_TIMEOUT,
+                on_timeout: &on_timeout,
+                authority: None,
+            },
+            &mut |_| {
+                let order = ToWorker::Probe(wire::ProbeOrder {
+                    id,
+                    operation: operation.to_string(),
+                });
+                (order, BlobWriter::default())
+            },
+            &mut |_, _| {},
+        )?;
+        self.give_back(worker, false);
+        match header {
+            FromWorker::Probed(answer) => Ok(answer.outcome),
+            _ => Err(protocol_broken()),
+        }
+    }
+
+    /// A worker that said something no worker says: it is not trusted again.
+    fn broke_protocol(&self, worker: Worker) -> RunError {
+        self.0.counts.crashed.fetch_add(1, Ordering::Relaxed);
+        drop(worker);
+        self.replace();
+        protocol_broken()
     }
 
     fn artifact_store(&self) -> Option<ArtifactFiles<'_>> {
@@ -810,17 +1021,28 @@ fn settled(worker: &mut Worker) -> bool {
     prepared
 }
 
+/// The run error of a worker that broke the protocol.
+fn protocol_broken() -> RunError {
+    RunError::new(
+        RunErrorCode::SandboxCrashed,
+        "the sandbox worker broke the protocol; it was stopped and replaced",
+    )
+}
+
 /// Whether `header` is the answer to the order `id`.
 fn answers(header: &FromWorker, id: u64) -> bool {
     match header {
         FromWorker::Answer(a) => a.id == id,
         FromWorker::Scanned(a) => a.id == id,
-        FromWorker::Ready(_) | FromWorker::Prepared => false,
+        #[cfg(debug_assertions)]
+        FromWorker::Probed(a) => a.id == id,
+        FromWorker::Compiled(a) => a.id == id,
+        FromWorker::Ready(_) | FromWorker::Prepared | FromWorker::Ask(_) => false,
     }
 }
 
 /// The artifact key (hex) of each WASM module of `resolution`, by specifier.
-fn artifact_keys(resolution: &Resolution) -> std::collections::HashMap<String, String> {
+fn artifact_keys(resolution: &Resolution) -> HashMap<String, String> {
     resolution
         .modules
         .iter()
@@ -875,7 +1097,7 @@ impl ArtifactFiles<'_> {
         }
         let mut bytes = Sha256::digest(payload).to_vec();
         bytes.extend_from_slice(payload);
-        let _ = nodetool_discovery::trust::write_bytes_atomically(&path, &bytes);
+        let _ = nodetool_discovery::atomic::write_atomic(&path, &bytes);
     }
 }
 
@@ -967,12 +1189,32 @@ fn describe_status(status: ExitStatus) -> String {
 fn forward_stderr(mut stderr: std::process::ChildStderr, tail: &StderrTail) {
     use std::io::Write as _;
     let mut buffer = [0u8; 4096];
+    let mut line: Vec<u8> = Vec::new();
+    let mut forwarded = 0usize;
+    let mut emit = |line: &[u8]| {
+        forwarded += 1;
+        if forwarded <= MAX_FORWARDED_LINES {
+            let _ = writeln!(std::io::stderr(), "sandbox worker: {}", shown_line(line));
+        } else if forwarded == MAX_FORWARDED_LINES + 1 {
+            let _ = writeln!(
+                std::io::stderr(),
+                "sandbox worker: (more output from this worker is not shown)"
+            );
+        }
+    };
     loop {
         match stderr.read(&mut buffer) {
             Ok(0) | Err(_) => break,
             Ok(n) => {
                 let chunk = &buffer[..n];
-                let _ = std::io::stderr().write_all(chunk);
+                for &byte in chunk {
+                    if byte == b'\n' {
+                        emit(&line);
+                        line.clear();
+                    } else if line.len() < MAX_FORWARDED_LINE_BYTES {
+                        line.push(byte);
+                    }
+                }
                 let mut kept = tail.tail.lock().unwrap_or_else(PoisonError::into_inner);
                 kept.extend(chunk.iter().copied());
                 let excess = kept.len().saturating_sub(STDERR_TAIL);
@@ -980,8 +1222,33 @@ fn forward_stderr(mut stderr: std::process::ChildStderr, tail: &StderrTail) {
             }
         }
     }
+    if !line.is_empty() {
+        emit(&line);
+    }
     *tail.closed.lock().unwrap_or_else(PoisonError::into_inner) = true;
     tail.changed.notify_all();
+}
+
+/// The most lines of one worker's stderr shown on the front end's own.
+const MAX_FORWARDED_LINES: usize = 10_000;
+
+/// The longest line of a worker's stderr shown (the rest of it is left out).
+const MAX_FORWARDED_LINE_BYTES: usize = 4096;
+
+/// One line a worker wrote, as the front end's log shows it: what is not printable (escape
+/// sequences, carriage returns, invalid UTF-8) escaped, so a worker can neither steer the
+/// operator's terminal nor forge a line of the front end's own log.
+fn shown_line(line: &[u8]) -> String {
+    let text = String::from_utf8_lossy(line);
+    let mut shown = String::with_capacity(text.len());
+    for c in text.chars() {
+        if c == '\t' || !c.is_control() {
+            shown.push(c);
+        } else {
+            shown.extend(c.escape_default());
+        }
+    }
+    shown
 }
 
 fn wire_limits(limits: &RunLimits) -> WireLimits {
@@ -996,20 +1263,18 @@ fn wire_limits(limits: &RunLimits) -> WireLimits {
 }
 
 fn wire_capabilities(capabilities: &Capabilities) -> WireCapabilities {
+    let grants = capabilities
+        .authority
+        .as_ref()
+        .map(|a| a.grants())
+        .unwrap_or_default();
     WireCapabilities {
         secrets: capabilities
             .secrets
             .as_ref()
             .map(|s| s.iter().map(|(k, v)| (k.clone(), v.clone())).collect()),
-        workspace: capabilities.workspace.as_ref().map(|w| WireWorkspace {
-            root: w.root.clone(),
-            max_file_bytes: w.max_file_bytes,
-            max_list_entries: u64::try_from(w.max_list_entries).unwrap_or(u64::MAX),
-        }),
-        fetch: capabilities.fetch.as_ref().map(|f| WireFetch {
-            allowed_hosts: f.allowed_hosts.clone(),
-            max_response_bytes: u64::try_from(f.max_response_bytes).unwrap_or(u64::MAX),
-        }),
+        workspace: grants.workspace,
+        fetch: grants.fetch,
     }
 }
 
@@ -1055,6 +1320,15 @@ mod tests {
             && o.memory_bytes == 256 * 1024 * 1024
             && o.grace == Duration::from_millis(50)
             && o.recycle_after == 7));
+    }
+
+    #[test]
+    fn a_workers_stderr_line_cannot_steer_the_terminal_or_forge_a_log_line() {
+        assert_eq!(
+            shown_line(b"\x1b[2Jcleared\rforged: ok\tand a tab"),
+            "\\u{1b}[2Jcleared\\rforged: ok\tand a tab"
+        );
+        assert_eq!(shown_line(b"bad \xff byte"), "bad \u{fffd} byte");
     }
 
     #[test]

@@ -84,6 +84,20 @@ impl BlobWriter {
         self.bytes.extend_from_slice(bytes);
         span
     }
+
+    /// Appends `bytes`, taking them without a copy when the blob is still empty (a reply that
+    /// is one large body).
+    pub fn push_owned(&mut self, bytes: Vec<u8>) -> Span {
+        if self.bytes.is_empty() {
+            let span = Span {
+                at: 0,
+                len: bytes.len() as u64,
+            };
+            self.bytes = bytes;
+            return span;
+        }
+        self.push(&bytes)
+    }
 }
 
 /// A received frame's blob.
@@ -114,12 +128,8 @@ impl<'a> Blob<'a> {
     }
 }
 
-/// Writes one frame: `header` as JSON, then the blob.
-pub fn write_frame<H: Serialize>(
-    out: &mut impl Write,
-    header: &H,
-    blob: &BlobWriter,
-) -> Result<(), WireError> {
+/// A frame's lengths and JSON header (its blob follows), or why it cannot be sent.
+fn frame_head<H: Serialize>(header: &H, blob: &BlobWriter) -> Result<Vec<u8>, WireError> {
     let header = serde_json::to_vec(header).map_err(|e| WireError::Malformed(e.to_string()))?;
     let rest = 4 + header.len() + blob.bytes.len();
     if rest > MAX_FRAME_BYTES {
@@ -131,9 +141,74 @@ pub fn write_frame<H: Serialize>(
     head.extend_from_slice(&(rest as u32).to_le_bytes());
     head.extend_from_slice(&(header.len() as u32).to_le_bytes());
     head.extend_from_slice(&header);
+    Ok(head)
+}
+
+/// Writes one frame: `header` as JSON, then the blob.
+pub fn write_frame<H: Serialize>(
+    out: &mut impl Write,
+    header: &H,
+    blob: &BlobWriter,
+) -> Result<(), WireError> {
+    let head = frame_head(header, blob)?;
     out.write_all(&head).map_err(WireError::Io)?;
     out.write_all(&blob.bytes).map_err(WireError::Io)?;
     out.flush().map_err(WireError::Io)
+}
+
+/// Writes one frame to a non-blocking pipe, waiting with `poll(2)` for room until `until`: a
+/// reader that stops reading cannot hold the writer past it (`Io(TimedOut)`; the frame is then
+/// cut short and the reader must be stopped).
+pub fn write_frame_until<H: Serialize, W>(
+    out: &mut W,
+    header: &H,
+    blob: &BlobWriter,
+    until: std::time::Instant,
+) -> Result<(), WireError>
+where
+    W: Write + std::os::fd::AsFd,
+{
+    let head = frame_head(header, blob)?;
+    write_all_until(out, &head, until)?;
+    write_all_until(out, &blob.bytes, until)
+}
+
+fn write_all_until<W: Write + std::os::fd::AsFd>(
+    out: &mut W,
+    mut bytes: &[u8],
+    until: std::time::Instant,
+) -> Result<(), WireError> {
+    while !bytes.is_empty() {
+        match out.write(bytes) {
+            Ok(0) => return Err(WireError::Closed),
+            Ok(n) => bytes = bytes.get(n..).unwrap_or_default(),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                let now = std::time::Instant::now();
+                if now >= until {
+                    return Err(WireError::Io(io::Error::new(
+                        io::ErrorKind::TimedOut,
+                        "the worker stopped reading its channel",
+                    )));
+                }
+                let left = until - now;
+                let timeout = rustix::event::Timespec {
+                    tv_sec: i64::try_from(left.as_secs()).unwrap_or(i64::MAX),
+                    tv_nsec: i64::from(left.subsec_nanos()),
+                };
+                let mut fds = [rustix::event::PollFd::new(
+                    &*out,
+                    rustix::event::PollFlags::OUT,
+                )];
+                match rustix::event::poll(&mut fds, Some(&timeout)) {
+                    Ok(_) | Err(rustix::io::Errno::INTR) => {}
+                    Err(e) => return Err(WireError::Io(e.into())),
+                }
+            }
+            Err(e) => return Err(WireError::Io(e)),
+        }
+    }
+    Ok(())
 }
 
 /// A frame read whole: the header parsed, the blob kept.
@@ -160,6 +235,20 @@ impl<H> Frame<H> {
     /// The frame's blob.
     pub fn blob(&self) -> Blob<'_> {
         Blob(self.blob.get(self.blob_at..).unwrap_or_default())
+    }
+
+    /// The bytes of `span`, taken out of the frame without a copy when they are the whole of
+    /// its blob's end (a request that is one large body); copied otherwise.
+    pub fn take(&mut self, span: Span) -> Result<Vec<u8>, WireError> {
+        let bytes = self.blob().get(span)?;
+        let end = self
+            .blob_at
+            .saturating_add(usize::try_from(span.at).unwrap_or(usize::MAX));
+        if end.saturating_add(bytes.len()) == self.blob.len() && bytes.len() > 64 * 1024 {
+            let taken = self.blob.split_off(end);
+            return Ok(taken);
+        }
+        Ok(bytes.to_vec())
     }
 }
 
@@ -201,7 +290,16 @@ fn parse_frame<H: for<'de> Deserialize<'de>>(body: Vec<u8>) -> Result<Frame<H>, 
         .checked_add(4)
         .filter(|end| *end <= body.len())
         .ok_or_else(|| WireError::Malformed("a header longer than its frame".into()))?;
-    let header: H = serde_json::from_slice(body.get(4..header_end).unwrap_or_default())
+    let header_bytes = body.get(4..header_end).unwrap_or_default();
+    // A capability call's header holds a path or a URL and its headers (bulk data travels in
+    // the blob): parsing a huge one would cost the supervisor many times its size.
+    if header_bytes.starts_with(b"{\"Ask\"") && header_bytes.len() > MAX_ASK_HEADER_BYTES {
+        return Err(WireError::Malformed(format!(
+            "a capability call's header of {} bytes is over the {MAX_ASK_HEADER_BYTES}-byte cap",
+            header_bytes.len()
+        )));
+    }
+    let header: H = serde_json::from_slice(header_bytes)
         .map_err(|e| WireError::Malformed(format!("a header that does not parse: {e}")))?;
     Ok(Frame {
         header,
@@ -209,6 +307,17 @@ fn parse_frame<H: for<'de> Deserialize<'de>>(body: Vec<u8>) -> Result<Frame<H>, 
         blob_at: header_end,
     })
 }
+
+/// The largest JSON header of a capability call (`FromWorker::Ask`).
+pub const MAX_ASK_HEADER_BYTES: usize = 1024 * 1024;
+
+/// How much [`FrameReader`] reads at a time: a pipe's capacity once it is raised
+/// ([`PIPE_BYTES`]).
+const READ_CHUNK: usize = 1024 * 1024;
+
+/// The capacity the supervisor asks for on a worker's pipes (the kernel's default is 64 KiB;
+/// unprivileged processes may raise it to 1 MiB), so a large frame crosses in fewer wake-ups.
+pub const PIPE_BYTES: usize = 1024 * 1024;
 
 /// Reads frames from a non-blocking pipe on the caller's own thread, waiting with `poll(2)`
 /// until a deadline: no reader thread, so an answer wakes the thread that waits for it, and
@@ -255,10 +364,12 @@ impl<R: Read + std::os::fd::AsFd> FrameReader<R> {
             if std::time::Instant::now() >= until {
                 return Ok(None);
             }
-            // Read what is there: the rest of the frame when its length is known.
-            let want = need
-                .map_or(64 * 1024, |n| n - self.buffer.len())
-                .max(64 * 1024);
+            // Read what is there, a pipe's worth at a time (only that much is zeroed before
+            // each read; the rest of a frame whose length is known is reserved, not touched).
+            if let Some(need) = need {
+                self.buffer.reserve(need - self.buffer.len());
+            }
+            let want = need.map_or(READ_CHUNK, |n| (n - self.buffer.len()).min(READ_CHUNK));
             let start = self.buffer.len();
             self.buffer.resize(start + want, 0);
             let read = self.source.read(&mut self.buffer[start..]);
@@ -312,6 +423,58 @@ pub enum ToWorker {
     Run(RunOrder),
     /// Parse one body: its imports, or its validation findings.
     Scan(ScanOrder),
+    /// The answer to a capability call the running body asked for.
+    Reply(super::ask::WireReply),
+    /// Compile the WASM modules given and hand back their artifacts. Sent only to a fresh
+    /// worker that has run no guest code, which then leaves: artifacts a worker produces while
+    /// running a body are never kept (a compromised worker could hand back any code under a
+    /// module's key, and every later run of that module would load it).
+    Compile(CompileOrder),
+    /// Tries one operation a confined worker must not be able to make, and says what happened
+    /// (debug builds only: the confinement tests' way in).
+    #[cfg(debug_assertions)]
+    Probe(ProbeOrder),
+}
+
+/// An operation to try (debug builds only).
+#[cfg(debug_assertions)]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProbeOrder {
+    /// Numbers the order.
+    pub id: u64,
+    /// `open` (`/etc/passwd`), `socket` (a TCP connection to loopback), `spawn` (`/bin/true`)
+    /// or `thread` (a thread, which must work).
+    pub operation: String,
+}
+
+/// What a probed operation did (debug builds only).
+#[cfg(debug_assertions)]
+#[derive(Debug, Serialize, Deserialize)]
+pub struct ProbeAnswer {
+    /// The order's id.
+    pub id: u64,
+    /// `Ok` with what it got, or the error.
+    pub outcome: Result<String, String>,
+}
+
+/// WASM modules to compile (see [`ToWorker::Compile`]).
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CompileOrder {
+    /// Numbers the order.
+    pub id: u64,
+    /// The modules, in full.
+    pub modules: Vec<WireModule>,
+}
+
+/// What a compile order produced.
+#[derive(Debug, Serialize, Deserialize)]
+pub struct CompileAnswer {
+    /// The order's id.
+    pub id: u64,
+    /// The serialized artifacts, by key (64 hex digits).
+    pub artifacts: Vec<(String, Span)>,
+    /// Why compiling failed, when it did (the run then compiles for itself).
+    pub error: Option<String>,
 }
 
 /// A body to parse, so the front end never parses untrusted code itself.
@@ -401,35 +564,17 @@ pub struct WireLimits {
     pub log_chars: u64,
 }
 
-/// The granted capabilities on the wire. `fetch` is performed by the worker's own HTTP client.
+/// The granted capabilities on the wire: the secrets granted to the run, and which of the
+/// brokered capabilities exist. The grants themselves (the workspace directory, the allowed
+/// hosts) stay with the supervisor, which performs every call (see `super::ask`).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 pub struct WireCapabilities {
     /// `getSecret`'s secrets.
     pub secrets: Option<Vec<(String, String)>>,
-    /// The workspace directory and its caps.
-    pub workspace: Option<WireWorkspace>,
-    /// `fetch`'s hosts and response cap.
-    pub fetch: Option<WireFetch>,
-}
-
-/// [`nodetool_guest::WorkspaceGrant`] on the wire.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WireWorkspace {
-    /// The run's directory (the front end's choice; never shown to guest code).
-    pub root: std::path::PathBuf,
-    /// The largest file read or written.
-    pub max_file_bytes: u64,
-    /// The most entries one `list` reads.
-    pub max_list_entries: u64,
-}
-
-/// [`nodetool_guest::FetchGrant`] on the wire.
-#[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct WireFetch {
-    /// The hosts `fetch` may reach.
-    pub allowed_hosts: Vec<String>,
-    /// The largest response body.
-    pub max_response_bytes: u64,
+    /// The `workspace` global exists.
+    pub workspace: bool,
+    /// The `fetch` global exists.
+    pub fetch: bool,
 }
 
 /// One module of a run.
@@ -580,6 +725,13 @@ pub enum FromWorker {
     Scanned(ScanAnswer),
     /// The last run is torn down and the next one's engine is ready.
     Prepared,
+    /// The running body calls a capability the supervisor performs.
+    Ask(super::ask::WireAsk),
+    /// A compile order's outcome.
+    Compiled(CompileAnswer),
+    /// What a probe did (debug builds only).
+    #[cfg(debug_assertions)]
+    Probed(ProbeAnswer),
 }
 
 /// What a worker says once it is ready.
@@ -589,6 +741,10 @@ pub struct WorkerReady {
     pub pid: u32,
     /// Whether its memory ceiling is in force (the kernel accepted the limit).
     pub memory_enforced: bool,
+    /// Why it could not confine itself (no seccomp filter is in force); `None` when it did.
+    pub unconfined: Option<String>,
+    /// Whether Landlock denies it the filesystem too (besides the seccomp filter).
+    pub landlock: bool,
 }
 
 /// A run's outcome.
@@ -607,9 +763,6 @@ pub struct RunAnswer {
     /// The worker is leaving after this answer (the host failed under it); start another.
     #[serde(default)]
     pub retire: bool,
-    /// WASM modules the run compiled, serialized, by key, for the front end to keep.
-    #[serde(default)]
-    pub artifacts: Vec<(String, Span)>,
     /// The worker will say `Prepared` once it has torn the run down (its heap was large); the
     /// next order's clock starts then. A small heap's teardown takes microseconds and is not
     /// announced.
@@ -619,11 +772,45 @@ pub struct RunAnswer {
     /// the worker must be replaced, so that work dies with it.
     #[serde(default)]
     pub host_work_left: bool,
+    /// Keys of the artifacts it was offered that its engine refused to load (it compiled those
+    /// modules itself): the supervisor drops them and compiles them again in a compile worker.
+    #[serde(default)]
+    pub refused_artifacts: Vec<String>,
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_capability_call_with_a_huge_header_is_refused_before_it_is_parsed() {
+        // 19 million empty header pairs took the supervisor to 1 GB when parsed.
+        let headers = "[\"\",\"\"],".repeat(200_000);
+        let header = format!(
+            "{{\"Ask\":{{\"id\":1,\"request\":{{\"Fetch\":{{\"url\":\"http://x/\",\"method\":null,\"headers\":[{}[\"\",\"\"]],\"body\":null}}}}}}}}",
+            headers
+        );
+        assert!(header.len() > MAX_ASK_HEADER_BYTES);
+        let mut body = Vec::new();
+        body.extend_from_slice(&(header.len() as u32).to_le_bytes());
+        body.extend_from_slice(header.as_bytes());
+        let refused = parse_frame::<FromWorker>(body).err().map(|e| e.to_string());
+        assert!(
+            refused
+                .as_deref()
+                .is_some_and(|m| m.contains("capability call's header")),
+            "{refused:?}"
+        );
+        // The same call under the cap parses.
+        let small = "{\"Ask\":{\"id\":1,\"request\":{\"Fetch\":{\"url\":\"http://x/\",\"method\":null,\"headers\":[[\"a\",\"b\"]],\"body\":null}}}}";
+        let mut body = Vec::new();
+        body.extend_from_slice(&(small.len() as u32).to_le_bytes());
+        body.extend_from_slice(small.as_bytes());
+        assert!(matches!(
+            parse_frame::<FromWorker>(body).map(|f| f.header),
+            Ok(FromWorker::Ask(_))
+        ));
+    }
 
     #[test]
     fn a_frame_round_trips_with_its_blob() {
@@ -634,6 +821,8 @@ mod tests {
         let ready = FromWorker::Ready(WorkerReady {
             pid: 7,
             memory_enforced: true,
+            unconfined: None,
+            landlock: false,
         });
         assert!(write_frame(&mut out, &ready, &blob).is_ok());
         let frame: Result<Frame<FromWorker>, _> = read_frame(&mut out.as_slice());
@@ -662,6 +851,8 @@ mod tests {
         let ready = FromWorker::Ready(WorkerReady {
             pid: 1,
             memory_enforced: false,
+            unconfined: None,
+            landlock: false,
         });
         assert!(write_frame(&mut out, &ready, &BlobWriter::default()).is_ok());
         for cut in 1..out.len() {
@@ -695,6 +886,8 @@ mod tests {
             let ready = FromWorker::Ready(WorkerReady {
                 pid,
                 memory_enforced: true,
+                unconfined: None,
+                landlock: false,
             });
             assert!(write_frame(&mut bytes, &ready, &BlobWriter::default()).is_ok());
         }

@@ -7,6 +7,13 @@
 //! and stop feeding the parser, with an error, once an element sits deeper than
 //! [`MAX_HTML_DEPTH`]. The input goes in 16 KiB pieces, so the work done before the check
 //! notices is bounded too.
+//!
+//! Attributes are the other quadratic path. The tokenizer checks each attribute of a tag
+//! against every one before it (one element with 40,000 attributes took 4.2 s), and scraper
+//! merges the attributes of a repeated `<html>` or `<body>` into the first by sorted insertion.
+//! Before parsing, [`attribute_pairs`] bounds the first work in one linear pass, and the
+//! document is refused past [`MAX_HTML_ATTRIBUTE_PAIRS`]; the sink counts the second and stops
+//! past [`MAX_MERGED_ATTRIBUTES`].
 
 use std::borrow::Cow;
 use std::cell::{Cell, RefCell};
@@ -19,19 +26,42 @@ use html5ever::tree_builder::{ElementFlags, NodeOrText, QuirksMode, TreeSink};
 use html5ever::{Attribute, QualName};
 use scraper::{Html, HtmlTreeSink};
 
+use crate::error::HostError;
+
 /// Elements a document may nest.
 pub const MAX_HTML_DEPTH: u32 = 1024;
+
+/// Attribute pairs the tokenizer's repeat check may compare over a document: the sum over tags
+/// of n(n-1)/2 for n attributes, about 0.2 s of parsing at most. One element may carry 8,000
+/// attributes, and 100,000 elements 25 each.
+pub const MAX_HTML_ATTRIBUTE_PAIRS: u64 = 1 << 25;
+
+/// Attributes repeated `<html>` and `<body>` tags may bring to the first one.
+pub const MAX_MERGED_ATTRIBUTES: usize = 4096;
 
 /// Bytes handed to the parser between depth checks.
 const PIECE_BYTES: usize = 16 * 1024;
 
 /// Parses a whole document, or names why it will not.
-pub fn parse_document(at: &str, source: &str) -> Result<Html, String> {
+pub fn parse_document(at: &str, source: &str) -> Result<Html, HostError> {
+    let pairs = attribute_pairs(source.as_bytes());
+    if pairs > MAX_HTML_ATTRIBUTE_PAIRS {
+        return Err(HostError::limit(format!(
+            "{at}: the document's tags carry too many attributes (the parser would compare {pairs} pairs of them, over the {MAX_HTML_ATTRIBUTE_PAIRS} limit; one element may have about 8,000)"
+        )));
+    }
     let deepest = Rc::new(Cell::new(0u32));
+    let merged = Rc::new(Cell::new(0usize));
     let sink = Guarded {
         inner: HtmlTreeSink::new(Html::new_document()),
         depths: RefCell::new(HashMap::new()),
         deepest: Rc::clone(&deepest),
+        merged: Rc::clone(&merged),
+    };
+    let too_many_merged = || {
+        HostError::limit(format!(
+            "{at}: repeated <html> and <body> tags bring more than {MAX_MERGED_ATTRIBUTES} attributes"
+        ))
     };
     let mut parser = html5ever::driver::parse_document(sink, Default::default());
     let mut rest = source;
@@ -44,16 +74,22 @@ pub fn parse_document(at: &str, source: &str) -> Result<Html, String> {
         parser.process(StrTendril::from_slice(piece));
         rest = tail;
         if deepest.get() > MAX_HTML_DEPTH {
-            return Err(format!(
+            return Err(HostError::limit(format!(
                 "{at}: the document nests elements more than {MAX_HTML_DEPTH} deep"
-            ));
+            )));
+        }
+        if merged.get() > MAX_MERGED_ATTRIBUTES {
+            return Err(too_many_merged());
         }
     }
     let document = parser.finish();
+    if merged.get() > MAX_MERGED_ATTRIBUTES {
+        return Err(too_many_merged());
+    }
     if deepest.get() > MAX_HTML_DEPTH {
-        return Err(format!(
+        return Err(HostError::limit(format!(
             "{at}: the document nests elements more than {MAX_HTML_DEPTH} deep"
-        ));
+        )));
     }
     Ok(document)
 }
@@ -63,6 +99,8 @@ struct Guarded {
     inner: HtmlTreeSink,
     depths: RefCell<HashMap<NodeId, u32>>,
     deepest: Rc<Cell<u32>>,
+    /// Attributes handed to `add_attrs_if_missing` so far.
+    merged: Rc<Cell<usize>>,
 }
 
 impl Guarded {
@@ -172,6 +210,12 @@ impl TreeSink for Guarded {
     }
 
     fn add_attrs_if_missing(&self, target: &NodeId, attrs: Vec<Attribute>) {
+        let merged = self.merged.get().saturating_add(attrs.len());
+        self.merged.set(merged);
+        if merged > MAX_MERGED_ATTRIBUTES {
+            // Refused once this piece is through; nothing more is merged meanwhile.
+            return;
+        }
         self.inner.add_attrs_if_missing(target, attrs);
     }
 
@@ -214,4 +258,125 @@ impl TreeSink for Guarded {
         self.inner
             .attach_declarative_shadow(location, template, attrs)
     }
+}
+
+/// Where the tokenizer can be inside a tag (the HTML standard's tag and attribute states).
+#[derive(Clone, Copy)]
+enum TagState {
+    Name,
+    BeforeAttributeName,
+    AttributeName,
+    AfterAttributeName,
+    BeforeValue,
+    DoubleQuoted,
+    SingleQuoted,
+    Unquoted,
+    AfterQuoted,
+    SelfClosing,
+}
+
+const TAG_STATES: usize = 10;
+
+impl TagState {
+    const ALL: [TagState; TAG_STATES] = [
+        TagState::Name,
+        TagState::BeforeAttributeName,
+        TagState::AttributeName,
+        TagState::AfterAttributeName,
+        TagState::BeforeValue,
+        TagState::DoubleQuoted,
+        TagState::SingleQuoted,
+        TagState::Unquoted,
+        TagState::AfterQuoted,
+        TagState::SelfClosing,
+    ];
+
+    /// The state after byte `b`, `None` when it ends the tag, and whether `b` starts an
+    /// attribute.
+    fn step(self, b: u8) -> (Option<TagState>, bool) {
+        use TagState::*;
+        let space = matches!(b, b'\t' | b'\n' | b'\x0c' | b'\r' | b' ');
+        match self {
+            Name if space => (Some(BeforeAttributeName), false),
+            Name if b == b'/' => (Some(SelfClosing), false),
+            Name if b == b'>' => (None, false),
+            Name => (Some(Name), false),
+            BeforeAttributeName | AfterQuoted | SelfClosing if space => {
+                (Some(BeforeAttributeName), false)
+            }
+            BeforeAttributeName | AfterQuoted | SelfClosing if b == b'/' => {
+                (Some(SelfClosing), false)
+            }
+            BeforeAttributeName | AfterQuoted | SelfClosing | AfterAttributeName if b == b'>' => {
+                (None, false)
+            }
+            BeforeAttributeName | AfterQuoted | SelfClosing => (Some(AttributeName), true),
+            AttributeName if space => (Some(AfterAttributeName), false),
+            AttributeName if b == b'/' => (Some(SelfClosing), false),
+            AttributeName if b == b'>' => (None, false),
+            AttributeName | AfterAttributeName if b == b'=' => (Some(BeforeValue), false),
+            AttributeName => (Some(AttributeName), false),
+            AfterAttributeName if space => (Some(AfterAttributeName), false),
+            AfterAttributeName if b == b'/' => (Some(SelfClosing), false),
+            AfterAttributeName => (Some(AttributeName), true),
+            BeforeValue if space => (Some(BeforeValue), false),
+            BeforeValue if b == b'"' => (Some(DoubleQuoted), false),
+            BeforeValue if b == b'\'' => (Some(SingleQuoted), false),
+            BeforeValue if b == b'>' => (None, false),
+            BeforeValue | Unquoted if !space && b != b'>' => (Some(Unquoted), false),
+            Unquoted if space => (Some(BeforeAttributeName), false),
+            BeforeValue | Unquoted => (None, false),
+            DoubleQuoted if b == b'"' => (Some(AfterQuoted), false),
+            DoubleQuoted => (Some(DoubleQuoted), false),
+            SingleQuoted if b == b'\'' => (Some(AfterQuoted), false),
+            SingleQuoted => (Some(SingleQuoted), false),
+        }
+    }
+}
+
+/// An upper bound, found in one pass, on the attribute pairs the tokenizer compares over
+/// `source` (each attribute against those before it in its tag).
+///
+/// Where a tag starts depends on the tree builder (a `<` inside a script, a comment or an
+/// attribute value starts none), so every `<name` and `</name` is taken as a possible start,
+/// and the pass follows every reading at once: one per tag state, merged by keeping the largest
+/// attribute count. The real tokenizer is always in one of the readings followed, so its count
+/// never exceeds the one kept, and at each byte the pairs the largest new attribute adds are
+/// counted.
+pub fn attribute_pairs(source: &[u8]) -> u64 {
+    let mut readings: [Option<u64>; TAG_STATES] = [None; TAG_STATES];
+    let mut live = false;
+    let mut pairs: u64 = 0;
+    for (i, &b) in source.iter().enumerate() {
+        let starts_tag = b.is_ascii_alphabetic()
+            && i > 0
+            && (source[i - 1] == b'<' || (source[i - 1] == b'/' && i > 1 && source[i - 2] == b'<'));
+        if !live && !starts_tag {
+            continue;
+        }
+        let mut next: [Option<u64>; TAG_STATES] = [None; TAG_STATES];
+        let mut added: Option<u64> = None;
+        for (state, count) in TagState::ALL.iter().zip(readings) {
+            let Some(count) = count else { continue };
+            let (after, starts_attribute) = state.step(b);
+            let count = if starts_attribute {
+                added = added.max(Some(count));
+                count + 1
+            } else {
+                count
+            };
+            if let Some(after) = after {
+                let slot = &mut next[after as usize];
+                *slot = (*slot).max(Some(count));
+            }
+        }
+        if starts_tag {
+            let slot = &mut next[TagState::Name as usize];
+            *slot = (*slot).max(Some(0));
+        }
+        pairs = pairs.saturating_add(added.unwrap_or(0));
+        live = next.iter().any(Option::is_some);
+        readings = next;
+    }
+    pairs
 }

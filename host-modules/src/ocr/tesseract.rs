@@ -40,13 +40,40 @@ pub struct Api {
     delete: unsafe extern "C" fn(Handle),
     set_variable: unsafe extern "C" fn(Handle, *const c_char, *const c_char) -> c_int,
     init3: unsafe extern "C" fn(Handle, *const c_char, *const c_char) -> c_int,
+    /// `TessBaseAPIInit5`: a language's data from memory (Tesseract 4.1 and later).
+    init5: Option<Init5>,
     set_image: unsafe extern "C" fn(Handle, *const u8, c_int, c_int, c_int, c_int),
     recognize: unsafe extern "C" fn(Handle, *mut c_void) -> c_int,
     get_utf8_text: unsafe extern "C" fn(Handle) -> *mut c_char,
     get_tsv_text: unsafe extern "C" fn(Handle, c_int) -> *mut c_char,
     mean_text_conf: unsafe extern "C" fn(Handle) -> c_int,
     delete_text: unsafe extern "C" fn(*const c_char),
+    monitor_create: unsafe extern "C" fn() -> Monitor,
+    monitor_delete: unsafe extern "C" fn(Monitor),
+    monitor_set_deadline: unsafe extern "C" fn(Monitor, c_int),
 }
+
+/// `TessBaseAPIInit5(handle, data, data_size, language, mode, configs, configs_size,
+/// vars_vec, vars_values, vars_vec_size, set_only_non_debug_params)`.
+type Init5 = unsafe extern "C" fn(
+    Handle,
+    *const c_char,
+    c_int,
+    *const c_char,
+    c_int,
+    *mut *mut c_char,
+    c_int,
+    *mut *mut c_char,
+    *mut *mut c_char,
+    usize,
+    c_int,
+) -> c_int;
+
+/// `OEM_DEFAULT`: whichever engine the language data supports.
+const OEM_DEFAULT: c_int = 3;
+
+/// `ETEXT_DESC *`, Tesseract's progress monitor: opaque.
+type Monitor = *mut c_void;
 
 /// The library could not be used.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,12 +138,19 @@ impl Api {
             delete: symbol!("TessBaseAPIDelete"),
             set_variable: symbol!("TessBaseAPISetVariable"),
             init3: symbol!("TessBaseAPIInit3"),
+            // SAFETY: as for `symbol!`; an older library without it leaves it `None`.
+            init5: unsafe { library.get::<Init5>(b"TessBaseAPIInit5\0") }
+                .ok()
+                .map(|s| *s),
             set_image: symbol!("TessBaseAPISetImage"),
             recognize: symbol!("TessBaseAPIRecognize"),
             get_utf8_text: symbol!("TessBaseAPIGetUTF8Text"),
             get_tsv_text: symbol!("TessBaseAPIGetTsvText"),
             mean_text_conf: symbol!("TessBaseAPIMeanTextConf"),
             delete_text: symbol!("TessDeleteText"),
+            monitor_create: symbol!("TessMonitorCreate"),
+            monitor_delete: symbol!("TessMonitorDelete"),
+            monitor_set_deadline: symbol!("TessMonitorSetDeadlineMSecs"),
             loaded_as: name,
             _library: library,
         })
@@ -181,46 +215,123 @@ impl Engine {
         unsafe { (self.api.init3)(self.handle.as_ptr(), std::ptr::null(), language.as_ptr()) == 0 }
     }
 
+    /// Loads one language from `data` (the contents of its `.traineddata` file) rather than
+    /// from the data directory; false when the library cannot (before Tesseract 4.1) or the
+    /// data does not load.
+    pub fn init_from_memory(&mut self, language: &CStr, data: &[u8]) -> bool {
+        let (Some(init5), Ok(size)) = (self.api.init5, c_int::try_from(data.len())) else {
+            return false;
+        };
+        // SAFETY: a live handle; `data` is readable for `size` bytes and outlives the call
+        // (Tesseract copies what it keeps); the language is NUL-terminated; no configs and no
+        // variables (null lists of length 0).
+        unsafe {
+            init5(
+                self.handle.as_ptr(),
+                data.as_ptr().cast(),
+                size,
+                language.as_ptr(),
+                OEM_DEFAULT,
+                std::ptr::null_mut(),
+                0,
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+                0,
+                0,
+            ) == 0
+        }
+    }
+
     /// Recognises `pixels` (8-bit grey, `width` × `height`, rows packed) and returns the text,
-    /// the mean confidence and the TSV rendering (`Err` names the step that failed).
+    /// the mean confidence and the TSV rendering (`Err` names the step that failed). Recognition
+    /// stops at `deadline`: Tesseract's monitor checks it between words, and a page stopped
+    /// there is [`ReadError::Deadline`].
     pub fn read(
         &mut self,
         pixels: &[u8],
         width: u32,
         height: u32,
-    ) -> Result<(String, i32, String), &'static str> {
-        let w = c_int::try_from(width).map_err(|_| "take an image this wide")?;
-        let h = c_int::try_from(height).map_err(|_| "take an image this tall")?;
+        deadline: std::time::Instant,
+    ) -> Result<(String, i32, String), ReadError> {
+        let w = c_int::try_from(width).map_err(|_| ReadError::Step("take an image this wide"))?;
+        let h = c_int::try_from(height).map_err(|_| ReadError::Step("take an image this tall"))?;
         let expected = usize::try_from(u64::from(width) * u64::from(height))
-            .map_err(|_| "take an image this large")?;
+            .map_err(|_| ReadError::Step("take an image this large"))?;
         if pixels.len() != expected {
-            return Err("take the image (its pixel count does not match its size)");
+            return Err(ReadError::Step(
+                "take the image (its pixel count does not match its size)",
+            ));
         }
+        // Whole milliseconds left, at least one (zero would mean "no deadline" to Tesseract).
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        if left.is_zero() {
+            return Err(ReadError::Deadline);
+        }
+        let left_ms = c_int::try_from(left.as_millis())
+            .unwrap_or(c_int::MAX)
+            .max(1);
         let handle = self.handle.as_ptr();
         // SAFETY: a live handle; `pixels` holds exactly `height` rows of `width` one-byte
         // pixels (checked above), which is what bytes_per_pixel 1 and bytes_per_line `w`
         // describe. Tesseract copies the pixels into its own image before returning, and
         // `pixels` is borrowed for this whole function anyway.
         unsafe { (self.api.set_image)(handle, pixels.as_ptr(), w, h, 1, w) };
-        // SAFETY: a live handle with an image set; a null monitor means no progress callback
-        // and no cancellation.
-        if unsafe { (self.api.recognize)(handle, std::ptr::null_mut()) } != 0 {
-            return Err("read the image");
+        let monitor = MonitorGuard::new(self.api).ok_or(ReadError::Step("make a monitor"))?;
+        // SAFETY: a live monitor; Tesseract stores the deadline as now + `left_ms`.
+        unsafe { (self.api.monitor_set_deadline)(monitor.0, left_ms) };
+        // SAFETY: a live handle with an image set and a live monitor with no callbacks (only
+        // the deadline), which outlives the call.
+        let status = unsafe { (self.api.recognize)(handle, monitor.0) };
+        drop(monitor);
+        if std::time::Instant::now() >= deadline {
+            return Err(ReadError::Deadline);
+        }
+        if status != 0 {
+            return Err(ReadError::Step("read the image"));
         }
         // SAFETY: a live handle after a successful Recognize; the result is taken and freed by
         // `take_text`.
         let text = self
             .api
             .take_text(unsafe { (self.api.get_utf8_text)(handle) })
-            .ok_or("return the text")?;
+            .ok_or(ReadError::Step("return the text"))?;
         // SAFETY: as above.
         let confidence = unsafe { (self.api.mean_text_conf)(handle) };
         // SAFETY: as for the text; page 0 is the only page.
         let tsv = self
             .api
             .take_text(unsafe { (self.api.get_tsv_text)(handle, 0) })
-            .ok_or("return the words")?;
+            .ok_or(ReadError::Step("return the words"))?;
         Ok((text, confidence, tsv))
+    }
+}
+
+/// Why [`Engine::read`] gave no page.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ReadError {
+    /// The deadline passed before the page was read.
+    Deadline,
+    /// A step failed: what Tesseract "could not" do.
+    Step(&'static str),
+}
+
+/// One `ETEXT_DESC`, deleted when dropped.
+struct MonitorGuard(Monitor, &'static Api);
+
+impl MonitorGuard {
+    fn new(api: &'static Api) -> Option<MonitorGuard> {
+        // SAFETY: TessMonitorCreate takes nothing and returns a new monitor (null only when the
+        // allocation failed), which the guard deletes exactly once.
+        let monitor = unsafe { (api.monitor_create)() };
+        (!monitor.is_null()).then_some(MonitorGuard(monitor, api))
+    }
+}
+
+impl Drop for MonitorGuard {
+    fn drop(&mut self) {
+        // SAFETY: the monitor came from TessMonitorCreate, no Recognize using it is running
+        // (the guard is dropped after the call returned) and it is deleted exactly once.
+        unsafe { (self.1.monitor_delete)(self.0) }
     }
 }
 

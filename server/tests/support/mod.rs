@@ -1,9 +1,9 @@
-//! What the server's tests share: isolated worlds of fixture packs, in-process requests, and
-//! a `nodetool-server` process on a free loopback port.
+//! What the server's tests share: isolated worlds of fixture packs (over the harness's
+//! `nodetool_tests::world`), in-process requests, and a `nodetool-server` process on a free
+//! loopback port.
 
 #![allow(dead_code)]
 
-use std::fmt::Display;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -14,39 +14,19 @@ use axum::http::{HeaderMap, Method, Request, StatusCode};
 use nodetool_frontend::search::{Environment, PackSources, RootLabels};
 use nodetool_runtime::NoCompiledModules;
 use nodetool_server::{Access, AppState, CatalogSource, Discovery, ServerConfig};
-use tempfile::TempDir;
+use nodetool_tests::world as harness;
 use tower::ServiceExt;
 
-/// Unwraps with a message naming what failed (the workspace lints forbid `unwrap`).
-pub fn must<T, E: Display>(result: Result<T, E>, what: &str) -> T {
-    result.unwrap_or_else(|e| panic!("{what}: {e}"))
-}
+pub use nodetool_tests::world::{copy_dir, must};
 
 /// The repo root.
 pub fn repo() -> PathBuf {
-    must(
-        std::fs::canonicalize(Path::new(env!("CARGO_MANIFEST_DIR")).join("..")),
-        "canonicalize the repo root",
-    )
+    harness::repo_root()
 }
 
 /// The fixture pack roots.
 pub fn fixtures() -> PathBuf {
-    repo().join("tests/fixtures/packs")
-}
-
-/// Copies a directory tree (regular files and directories only).
-pub fn copy_dir(from: &Path, to: &Path) {
-    must(std::fs::create_dir_all(to), "create a copy target");
-    for entry in must(std::fs::read_dir(from), "read a directory to copy") {
-        let entry = must(entry, "read a directory entry");
-        let target = to.join(entry.file_name());
-        if must(entry.file_type(), "stat an entry").is_dir() {
-            copy_dir(&entry.path(), &target);
-        } else {
-            must(std::fs::copy(entry.path(), &target), "copy a file");
-        }
-    }
+    harness::fixture_packs()
 }
 
 /// The port in-process requests claim to reach (their default `Host` is `127.0.0.1:7777`).
@@ -69,54 +49,59 @@ pub fn test_config() -> ServerConfig {
     }
 }
 
-/// One isolated world: a config dir (the allowlist), a writable pack root, and a shipped root.
+/// One isolated world: the harness's world (home, config, data, cache and temporary dirs, the
+/// shipped root), a writable pack root, and further pack roots.
 pub struct World {
-    pub tmp: TempDir,
+    /// The harness's world; `tmp.path()` is the temp dir everything of this world is under.
+    pub tmp: harness::World,
     /// A writable installed root (searched first).
     pub root: PathBuf,
     /// Further `--packs` roots after `root`.
     pub more_roots: Vec<PathBuf>,
-    /// The shipped root.
-    pub shipped: PathBuf,
 }
 
 impl World {
     /// The fixture world: `installed-a`, `installed-b` and `shipped` from the fixtures, plus an
     /// empty writable root in front.
     pub fn fixtures() -> World {
-        let world = World::empty();
+        let world = World::in_world(harness::World::with_shipped(fixtures().join("shipped")));
         World {
             more_roots: vec![
                 fixtures().join("installed-a"),
                 fixtures().join("installed-b"),
             ],
-            shipped: fixtures().join("shipped"),
             ..world
         }
     }
 
     /// Only a writable root (empty) and an empty shipped root.
     pub fn empty() -> World {
-        let tmp = must(tempfile::tempdir(), "create a temp dir");
-        let root = tmp.path().join("root");
-        let shipped = tmp.path().join("shipped");
-        for dir in [&root, &shipped, &tmp.path().join("config")] {
-            must(std::fs::create_dir_all(dir), "create a world dir");
-        }
-        World {
-            tmp,
-            root,
-            more_roots: Vec::new(),
-            shipped,
-        }
+        World::in_world(harness::World::new())
     }
 
     /// The repo's shipped packs as the shipped root.
     pub fn shipped_packs() -> World {
+        World::in_world(harness::World::with_shipped(repo().join("packs")))
+    }
+
+    fn in_world(tmp: harness::World) -> World {
+        let root = tmp.dir("root");
         World {
-            shipped: repo().join("packs"),
-            ..World::empty()
+            tmp,
+            root,
+            more_roots: Vec::new(),
         }
+    }
+
+    /// The shipped root.
+    pub fn shipped(&self) -> &Path {
+        self.tmp.shipped()
+    }
+
+    /// The `nodetool-server` binary in this world (the harness's isolated environment), no
+    /// arguments yet.
+    pub fn server_command(&self) -> Command {
+        self.tmp.command(env!("CARGO_BIN_EXE_nodetool-server"))
     }
 
     /// Copies the fixture pack `name` (`@fixture/geo`) from `installed-a` into the writable root.
@@ -129,7 +114,7 @@ impl World {
 
     /// Writes the operator allowlist.
     pub fn trust(&self, names: &[&str]) {
-        let dir = self.tmp.path().join("config/nodetool");
+        let dir = self.tmp.config().join("nodetool");
         must(std::fs::create_dir_all(&dir), "create the config dir");
         must(
             std::fs::write(
@@ -146,9 +131,9 @@ impl World {
         PackSources {
             explicit,
             env: Environment {
-                xdg_config_home: Some(self.tmp.path().join("config")),
-                xdg_data_home: Some(self.tmp.path().join("data")),
-                shipped: Some(self.shipped.clone()),
+                xdg_config_home: Some(self.tmp.config()),
+                xdg_data_home: Some(self.tmp.data()),
+                shipped: Some(self.shipped().to_path_buf()),
                 ..Environment::default()
             },
             labels: RootLabels::Opaque,
@@ -288,6 +273,29 @@ pub async fn post_json(state: &AppState, uri: &str, json: &serde_json::Value) ->
     .await
 }
 
+/// The result of `id.export(...args)` through the host-module route the browser runner calls
+/// (`POST /api/host-modules/<id>/<export>`), which must answer 200.
+pub async fn host_result(
+    state: &AppState,
+    id: &str,
+    export: &str,
+    args: serde_json::Value,
+) -> serde_json::Value {
+    let answer = post_json(
+        state,
+        &format!("/api/host-modules/{id}/{export}"),
+        &serde_json::json!({ "args": args }),
+    )
+    .await;
+    assert_eq!(
+        answer.status,
+        StatusCode::OK,
+        "{id}.{export}: {}",
+        answer.text()
+    );
+    answer.json()["result"].clone()
+}
+
 /// A `nodetool-server` process on a free loopback port (`--port 0`; the address is its first
 /// stdout line). Killed on drop if still running.
 pub struct ServerProcess {
@@ -306,20 +314,12 @@ impl ServerProcess {
         extra: &[&str],
         vars: &[(&str, &std::ffi::OsStr)],
     ) -> ServerProcess {
-        let mut command = Command::new(env!("CARGO_BIN_EXE_nodetool-server"));
+        let mut command = world.server_command();
         command
             .args(["--host", "127.0.0.1", "--port", "0", "--packs"])
             .arg(&world.root)
             .args(extra)
-            .env_clear()
-            .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", world.tmp.path().join("home"))
-            .env("XDG_CONFIG_HOME", world.tmp.path().join("config"))
-            .env("XDG_DATA_HOME", world.tmp.path().join("data"))
-            .env("XDG_CACHE_HOME", world.tmp.path().join("cache"))
-            .env("NODETOOL_SHIPPED_PACKS_DIR", &world.shipped)
             .env("RUST_LOG", "info,nodetool_server=debug")
-            .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
         for root in &world.more_roots {

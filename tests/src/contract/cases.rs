@@ -9,8 +9,10 @@ use nodetool_protocol::value::Value;
 use serde_json::json;
 
 use super::packs::{
-    evil, geo, geo_extra, host_csv, js_file, js_module, one_file, other, reader, rel, sneaky, timer,
+    evil, geo, geo_extra, host, host_csv, js_file, js_module, one_file, other, reader, rel, sneaky,
+    timer,
 };
+use super::wasm::adder;
 use super::{Expect, ExpectError, ExpectResult, Fixture};
 
 /// The loader's refusal of a static import it does not serve.
@@ -164,7 +166,41 @@ pub fn fixtures() -> Vec<Fixture> {
     all.extend(limits());
     all.extend(positions());
     all.extend(values());
+    all.extend(standard_globals());
+    all.extend(host_facades());
+    all.extend(wasm_facades());
     all
+}
+
+/// Every host pack's facade (the whole registry): each module's default export holds the
+/// registry's exports, in its order, and each is an async function (no call crosses: the
+/// fixtures run without a host dispatcher).
+fn host_facades() -> Vec<Fixture> {
+    let ids: Vec<&str> = nodetool_protocol::host::HOST_MODULES
+        .iter()
+        .map(|m| m.id)
+        .collect();
+    let imports: String = ids
+        .iter()
+        .map(|id| format!("import {id} from \"@nodetool-ai/sandbox-{id}\";\n"))
+        .collect();
+    let code = format!(
+        "{imports}const all = {{ {} }};\nreturn Object.entries(all).map(([id, m]) => [id, Object.keys(m), Object.values(m).every((f) => f.constructor.name === \"AsyncFunction\")]);",
+        ids.join(", ")
+    );
+    let expected: Vec<serde_json::Value> = nodetool_protocol::host::HOST_MODULES
+        .iter()
+        .map(|m| json!([m.id, m.exports, true]))
+        .collect();
+    vec![
+        case(
+            "host-facades",
+            "Every host pack's facade exposes the registry's exports in order, each async.",
+            ids.iter().map(|id| host(id)).collect(),
+            &code,
+        )
+        .result(json!(expected)),
+    ]
 }
 
 /// The reference's shared fixtures (§3 of the contract facts), same names, same order.
@@ -555,11 +591,128 @@ fn hardening() -> Vec<Fixture> {
             "host-globals-are-undefined",
             "The host-flavoured globals the reference deletes do not exist.",
             vec![],
-            "return [typeof process, typeof Buffer, typeof performance, typeof require, typeof env, typeof Headers, typeof Request, typeof Response, typeof fetch];",
+            "return [typeof process, typeof Buffer, typeof require, typeof env, typeof Headers, typeof Request, typeof Response, typeof fetch];",
         )
-        .result(undefined_times(9)),
+        .result(undefined_times(8)),
     ]);
     all
+}
+
+/// The standard web globals (`guest/src/globals.js`, shared by both runtimes): known answers
+/// and the errors' names and messages, so the browser runner is checked against the guest.
+fn standard_globals() -> Vec<Fixture> {
+    vec![
+        case(
+            "globals-text-encoding",
+            "TextEncoder writes UTF-8 (a lone surrogate as U+FFFD); TextDecoder replaces malformed input per maximal subpart, drops one BOM unless ignoreBOM, streams, and throws when fatal.",
+            vec![],
+            "const e = new TextEncoder();\nconst d = (bytes, opts) => Array.from(new TextDecoder(\"utf-8\", opts).decode(new Uint8Array(bytes)), (c) => c.codePointAt(0));\nconst s = new TextDecoder();\nconst streamed = s.decode(new Uint8Array([0xe2, 0x82]), { stream: true }) + s.decode(new Uint8Array([0xac]));\nlet fatal;\ntry { new TextDecoder(\"utf-8\", { fatal: true }).decode(new Uint8Array([0xc0, 0x80])); } catch (err) { fatal = [err.name, err.message]; }\nlet label;\ntry { new TextDecoder(\"utf-16le\"); } catch (err) { label = err.name; }\nreturn [Array.from(e.encode(\"a\\u00e9\\u20ac\\ud83d\\udca9\\ud800\")), d([0xef, 0xbb, 0xbf, 0x68, 0xff, 0xe0, 0x80, 0x69]), d([0xef, 0xbb, 0xbf, 0x68], { ignoreBOM: true }), streamed, fatal, label, e.encodeInto(\"ab\\u20ac\", new Uint8Array(4))];",
+        )
+        .result(json!([
+            [97, 195, 169, 226, 130, 172, 240, 159, 146, 169, 239, 191, 189],
+            [104, 65533, 65533, 65533, 105],
+            [65279, 104],
+            "\u{20ac}",
+            ["TypeError", "TextDecoder.decode: the input is not valid UTF-8"],
+            "RangeError",
+            { "read": 2, "written": 2 }
+        ])),
+        case(
+            "globals-base64-and-hex",
+            "atob/btoa and the byte helpers follow RFC 4648 (forgiving on decode: whitespace and missing padding), and name what they refuse.",
+            vec![],
+            "const v = [\"\", \"f\", \"fo\", \"foo\", \"foob\", \"fooba\", \"foobar\"];\nconst names = [];\nfor (const f of [() => btoa(\"\\u0100\"), () => atob(\"Zm9v!\"), () => fromBase64(\"Z\"), () => fromHex(\"abc\")]) { try { f(); names.push(\"none\"); } catch (e) { names.push(e.name + \": \" + e.message); } }\nreturn [v.map((x) => btoa(x)), v.map((x) => atob(btoa(x).replace(/=/g, \"\"))), atob(\" Zm9v\\nYmFy \"), toBase64(\"\\u00e9\"), toBase64(new Uint8Array([0, 255])), Array.from(fromBase64(\"AP8=\")), toHex(\"\\u00e9\"), Array.from(fromHex(\"00ABff\")), names];",
+        )
+        .result(json!([
+            ["", "Zg==", "Zm8=", "Zm9v", "Zm9vYg==", "Zm9vYmE=", "Zm9vYmFy"],
+            ["", "f", "fo", "foo", "foob", "fooba", "foobar"],
+            "foobar",
+            "w6k=",
+            "AP8=",
+            [0, 255],
+            "c3a9",
+            [0, 171, 255],
+            [
+                "InvalidCharacterError: btoa: the string contains a character outside Latin-1",
+                "InvalidCharacterError: atob: the string is not valid base64",
+                "SyntaxError: fromBase64: the string is not valid base64",
+                "SyntaxError: fromHex: the string has an odd number of digits"
+            ]
+        ])),
+        case(
+            "globals-crypto-random",
+            "crypto.randomUUID is a version 4 UUID that does not repeat; getRandomValues fills integer arrays in place and refuses floats and more than 65536 bytes.",
+            vec![],
+            "const shape = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;\nconst ids = new Set();\nfor (let i = 0; i < 200; i++) ids.add(crypto.randomUUID());\nconst a = new Uint32Array(8);\nconst errors = [];\nfor (const f of [() => crypto.getRandomValues(new Uint8Array(65537)), () => crypto.getRandomValues(new Float32Array(1))]) { try { f(); } catch (e) { errors.push(e.name); } }\nreturn [ids.size, [...ids].every((id) => shape.test(id)), crypto.getRandomValues(a) === a, a.some((x) => x !== 0), errors];",
+        )
+        .result(json!([200, true, true, true, ["QuotaExceededError", "TypeMismatchError"]])),
+        case(
+            "globals-crypto-digest",
+            "crypto.subtle.digest answers SHA-1/256/384/512 (FIPS 180 vectors) as a Promise of an ArrayBuffer and rejects other algorithms.",
+            vec![],
+            "const abc = new TextEncoder().encode(\"abc\");\nconst out = [];\nfor (const name of [\"SHA-1\", \"SHA-256\", \"sha-384\", { name: \"SHA-512\" }]) { const p = crypto.subtle.digest(name, abc); out.push(p instanceof Promise); const d = await p; out.push(d instanceof ArrayBuffer, toHex(d)); }\ntry { await crypto.subtle.digest(\"MD5\", abc); } catch (e) { out.push(e.name); }\nreturn out;",
+        )
+        .result(json!([
+            true, true, "a9993e364706816aba3e25717850c26c9cd0d89d",
+            true, true, "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad",
+            true, true, "cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed8086072ba1e7cc2358baeca134c825a7",
+            true, true, "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f",
+            "NotSupportedError"
+        ])),
+        case(
+            "globals-structured-clone",
+            "structuredClone copies cycles, Maps, Sets, Dates, RegExps, typed arrays and errors, and refuses functions and symbols with DataCloneError.",
+            vec![],
+            "const a = { d: new Date(7), r: /x/g, m: new Map([[\"k\", [1]]]), s: new Set([2]), t: new Int16Array([-1]), e: new TypeError(\"t\") };\na.self = a;\nconst c = structuredClone(a);\nconst refused = [];\nfor (const v of [() => 1, Symbol(\"s\")]) { try { structuredClone(v); } catch (e) { refused.push(e.name); } }\nreturn [c !== a, c.self === c, c.d.getTime(), c.r.source + c.r.flags, c.m.get(\"k\")[0], c.m.get(\"k\") !== a.m.get(\"k\"), c.s.has(2), c.t[0], c.e instanceof TypeError, c.e.message, refused];",
+        )
+        .result(json!([true, true, 7, "xg", 1, true, true, -1, true, "t", ["DataCloneError", "DataCloneError"]])),
+        case(
+            "globals-url",
+            "URL and URLSearchParams follow the WHATWG URL standard: parsing against a base, setters, and search parameters kept in step with the URL.",
+            vec![],
+            "const u = new URL(\"../c/d?x=1#h\", \"HTTPS://User:Pw@Example.COM:443/a/b/\");\nconst out = [u.href, u.origin, u.host, u.pathname, u.search, u.hash];\nu.searchParams.append(\"q\", \"a b&\\u00e9\");\nout.push(u.href);\nu.port = \"8443\"; u.hash = \"\"; u.pathname = \"/x y\";\nout.push(u.href);\nu.searchParams.delete(\"x\"); u.searchParams.delete(\"q\");\nout.push(u.href);\nlet threw;\ntry { new URL(\"no scheme\"); } catch (e) { threw = e.name; }\nconst p = new URLSearchParams(\"?b=2&a=1&a=0\");\np.sort();\nreturn [out, threw, URL.canParse(\"x\", \"https://h/\"), URL.parse(\"::\"), p.toString(), p.getAll(\"a\"), p.size, String(new URL(\"http://[::1]:80/\"))];",
+        )
+        .result(json!([
+            [
+                "https://User:Pw@example.com/a/c/d?x=1#h",
+                "https://example.com",
+                "example.com",
+                "/a/c/d",
+                "?x=1",
+                "#h",
+                "https://User:Pw@example.com/a/c/d?x=1&q=a+b%26%C3%A9#h",
+                "https://User:Pw@example.com:8443/x%20y?x=1&q=a+b%26%C3%A9",
+                "https://User:Pw@example.com:8443/x%20y"
+            ],
+            "TypeError",
+            true,
+            null,
+            "a=1&a=0&b=2",
+            ["1", "0"],
+            3,
+            "http://[::1]/"
+        ])),
+        case(
+            "globals-microtask-performance-sleep",
+            "queueMicrotask runs after the current job; performance.now() is whole milliseconds; sleep resolves to undefined and refuses a wait past the run's deadline.",
+            vec![],
+            "const order = [];\nqueueMicrotask(() => order.push(\"micro\"));\norder.push(\"sync\");\nawait null;\nconst t0 = performance.now();\nconst slept = await sleep(25);\nconst t1 = performance.now();\nlet refused;\ntry { await sleep(1e9); } catch (e) { refused = [e.name, e.message]; }\nreturn [order, Number.isInteger(t0) && Number.isInteger(t1), t1 - t0 >= 20, slept, refused];",
+        )
+        .result(json!([
+            ["sync", "micro"],
+            true,
+            true,
+            null,
+            ["RangeError", "sleep(1000000000) would end after the run's deadline"]
+        ])),
+        case(
+            "globals-read-only",
+            "Every standard global is a read-only, non-configurable binding; Intl and the timers stay absent.",
+            vec![],
+            "const names = [\"TextEncoder\", \"TextDecoder\", \"atob\", \"btoa\", \"crypto\", \"structuredClone\", \"URL\", \"URLSearchParams\", \"queueMicrotask\", \"performance\", \"toBase64\", \"fromBase64\", \"toHex\", \"fromHex\", \"sleep\"];\nconst locked = names.filter((n) => { const d = Object.getOwnPropertyDescriptor(globalThis, n); return d && !d.writable && !d.configurable; });\nlet replaced = false;\ntry { crypto.randomUUID = () => \"x\"; replaced = crypto.randomUUID() === \"x\"; } catch (_) {}\nreturn [locked.length, replaced, typeof Intl, typeof setTimeout, typeof setInterval];",
+        )
+        .result(json!([15, false, "undefined", "undefined", "undefined"])),
+    ]
 }
 
 /// The private bridges behind the generated facades.
@@ -901,5 +1054,85 @@ fn values() -> Vec<Fixture> {
             "import { haversine } from \"@acme/geo\";\nimport { label } from \"@acme/geo/extra\";\nreturn { label: label(), d: [haversine(0, 1), haversine(0, 0.001)] };",
         )
         .result(json!({ "label": "extra", "d": [111, 0.11] })),
+        case(
+            "missing-export-named",
+            "A named import its module lacks is a missing-export link error on the name, naming the specifier (never an engine module id) and the closest export.",
+            vec![geo()],
+            "const a = 1;\nimport { Haversine } from \"@acme/geo\";\nreturn Haversine(0, 1);",
+        )
+        .error(
+            RunErrorCode::MissingExport,
+            &["\"@acme/geo\" has no export named \"Haversine\"; did you mean haversine?"],
+        )
+        .on_line(2),
+        case(
+            "throw-caret-on-the-throw",
+            "An uncaught throw whose message is a template literal is placed on its line (the caret rule then puts it on the `throw`, in both runtimes).",
+            vec![],
+            "const x = 1;\nthrow new Error(`bad value ${x}`);",
+        )
+        .error(RunErrorCode::RuntimeError, &["Error: bad value 1"])
+        .on_line(2),
+        case(
+            "missing-export-default",
+            "A default import of a module without a default export is a missing-export link error.",
+            vec![geo()],
+            "import geo from \"@acme/geo\";\nreturn geo;",
+        )
+        .error(
+            RunErrorCode::MissingExport,
+            &["\"@acme/geo\" has no default export"],
+        )
+        .on_line(1),
+    ]
+}
+
+/// A WASM pack through its scalar facade (`super::wasm::adder`): the facade's shape, calls,
+/// the exact-argument rule and a missing export. The calls need a WASM dispatcher, which both
+/// runners have (the Node test of the browser runner skips the two that reach a Web Worker).
+fn wasm_facades() -> Vec<Fixture> {
+    vec![
+        case(
+            "wasm-facade-exports",
+            "A WASM pack's facade exports each declared name as an async function, and nothing else.",
+            vec![adder()],
+            "import * as adder from \"@acme/adder\";\nreturn [Object.keys(adder).sort(), adder.add.constructor.name, adder.sum.constructor.name];",
+        )
+        .result(json!([["add", "sum"], "AsyncFunction", "AsyncFunction"])),
+        case(
+            "wasm-call",
+            "A call through a WASM facade answers the export's result as a number, under each declared name.",
+            vec![adder()],
+            "import { add, sum } from \"@acme/adder\";\nreturn [await add(2, 40), await sum(-5, 3)];",
+        )
+        .result(json!([42, -2])),
+        case(
+            "wasm-call-is-a-promise",
+            "A WASM facade call answers a Promise, never the value itself.",
+            vec![adder()],
+            "import { add } from \"@acme/adder\";\nconst p = add(1, 2);\nreturn [p instanceof Promise, await p];",
+        )
+        .result(json!([true, 3])),
+        case(
+            "wasm-argument-refused",
+            "An argument the scalar contract cannot carry exactly is refused before the call, naming the module, the export and the argument.",
+            vec![adder()],
+            "import { add } from \"@acme/adder\";\ntry { await add(1.5, 2); return \"called\"; } catch (e) { return String(e.message); }",
+        )
+        .caught(&["@acme/adder: add argument 1 expects i32, received the non-integer 1.5"]),
+        case(
+            "wasm-arity-refused",
+            "A call with the wrong number of arguments is refused before the call.",
+            vec![adder()],
+            "import { add } from \"@acme/adder\";\ntry { await add(1); return \"called\"; } catch (e) { return String(e.message); }",
+        )
+        .caught(&["@acme/adder: add takes 2 arguments, received 1"]),
+        case(
+            "wasm-missing-export",
+            "A name the WASM contract does not export is a missing-export link error naming the specifier.",
+            vec![adder()],
+            "import { sub } from \"@acme/adder\";\nreturn await sub(1, 2);",
+        )
+        .error(RunErrorCode::MissingExport, &["@acme/adder", "sub"]),
     ]
 }

@@ -11,22 +11,15 @@ use nodetool_protocol::catalog::{
     Summary, graph_file_module_id, parse_graph_file_module_id,
 };
 use nodetool_protocol::facade::host_facade_source;
+use nodetool_protocol::hex::sha256_hex;
 use nodetool_protocol::host::host_module;
 use nodetool_runtime::{DeliveryFuture, SandboxModuleCatalog};
-use sha2::{Digest as _, Sha256};
 
 /// The modules of one fixture, served as a catalog.
 #[derive(Debug, Clone, Default)]
 pub struct FixtureCatalog {
     modules: Vec<ResolvedModule>,
     summaries: Vec<Summary>,
-}
-
-fn sha256_hex(bytes: &[u8]) -> String {
-    Sha256::digest(bytes)
-        .iter()
-        .map(|b| format!("{b:02x}"))
-        .collect()
 }
 
 impl FixtureCatalog {

@@ -168,6 +168,20 @@ pub fn reader() -> ResolvedModule {
 }
 
 /// The csv host module, fronted by its generated facade (no call is made in the fixtures).
+/// NodeTool's shipped host pack for `id` (`@nodetool-ai/sandbox-<id>`).
+pub fn host(id: &str) -> ResolvedModule {
+    let pack = format!("@nodetool-ai/sandbox-{id}");
+    ResolvedModule {
+        specifier: pack.clone(),
+        pack_name: pack,
+        pack_version: None,
+        content_digest: "a".repeat(64),
+        module_id: format!("host:{id}"),
+        graph: vec![],
+        kind: ResolvedKind::Host { host_id: id.into() },
+    }
+}
+
 pub fn host_csv() -> ResolvedModule {
     ResolvedModule {
         specifier: "@nodetool-ai/sandbox-csv".into(),
