@@ -144,8 +144,9 @@ pub(crate) struct IsolationArgs {
     /// milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 100)]
     pub(crate) grace_ms: u64,
-    /// Debugging only: run in this process instead of a sandbox worker. A deadline or memory
-    /// limit then holds only while the engine cooperates.
+    /// Debugging only: run in this process instead of a sandbox worker, with no confinement. A
+    /// deadline or memory limit then holds only while the engine cooperates, and the body's
+    /// engine runs with everything this process can reach; it needs --allow-unconfined too.
     #[arg(long)]
     pub(crate) in_process: bool,
     /// Run in a sandbox worker even where it cannot be confined (no seccomp: another OS, an old
@@ -166,11 +167,19 @@ impl Default for IsolationArgs {
     }
 }
 
+/// Why `--in-process` alone is refused: it gives up both walls the worker keeps (the killable
+/// process and its confinement), so it asks for the same consent as an unconfined worker.
+const IN_PROCESS_NEEDS_CONSENT: &str = "--in-process runs bodies in this process, with no sandbox worker and no seccomp or Landlock confinement\nhelp: for debugging, pass --allow-unconfined as well (or set NODETOOL_ALLOW_UNCONFINED=1)";
+
 impl IsolationArgs {
     /// The runner these flags ask for (one worker; compiled WASM modules kept in the cache
     /// directory `env` names).
     pub(crate) fn runner(&self, env: &Environment) -> Result<Runner, Failure> {
+        let allow_unconfined = self.allow_unconfined || env.allow_unconfined;
         let isolation = if self.in_process {
+            if !allow_unconfined {
+                return Err(Failure::Usage(IN_PROCESS_NEEDS_CONSENT.into()));
+            }
             Isolation::InProcess
         } else {
             let mut options = nodetool_frontend::worker::options_from_flags(
@@ -180,14 +189,14 @@ impl IsolationArgs {
                 None,
             )
             .map_err(Failure::Usage)?;
-            options.allow_unconfined |= self.allow_unconfined || env.allow_unconfined;
+            options.allow_unconfined |= allow_unconfined;
             let cache = env.cache_dir().map_err(|e| Failure::Usage(e.to_string()))?;
             options.artifact_dir = Some(nodetool_frontend::worker::artifact_dir(&cache));
             Isolation::Workers(options)
         };
         Runner::start(isolation).map_err(|e| {
             Failure::Usage(format!(
-                "{e}\nhelp: reinstall nodetool (`cargo install --path cli --locked`), or pass --in-process to run without a worker (debugging only)"
+                "{e}\nhelp: reinstall nodetool (`cargo install --path cli --locked`), or pass --in-process --allow-unconfined to run without a worker (debugging only)"
             ))
         })
     }

@@ -125,7 +125,10 @@ pub(crate) fn capability_hint(message: &str) -> Option<String> {
             "grant `workspace` with `--workspace DIR`, a directory the body may read and write"
                 .into()
         }
-        _ => return None,
+        other => format!(
+            "the sandbox has no `{other}`: {}",
+            nodetool_jssource::validate::absent_global_hint(other)?
+        ),
     })
 }
 
@@ -175,6 +178,15 @@ mod tests {
                 .is_some_and(|h| h.contains("--workspace DIR"))
         );
         assert_eq!(capability_hint("ReferenceError: foo is not defined"), None);
+        // A global from Node or a browser the sandbox lacks says what to use instead.
+        let intl = capability_hint("ReferenceError: Intl is not defined").unwrap_or_default();
+        assert!(
+            intl.starts_with("the sandbox has no `Intl`: ") && intl.contains("sandbox pack"),
+            "{intl}"
+        );
+        let timer =
+            capability_hint("ReferenceError: setTimeout is not defined").unwrap_or_default();
+        assert!(timer.contains("await sleep(ms)"), "{timer}");
     }
 
     #[test]

@@ -1382,6 +1382,22 @@ fn packs_doctor_exits_0_on_the_shipped_packs() {
 }
 
 #[test]
+fn packs_doctor_suggests_the_closest_pack_healthy_ones_included() {
+    let world = World::new();
+    // sandbox-geo has no diagnostic at all: it is still the pack a typo meant.
+    let out = world
+        .nodetool(&["packs", "doctor", "@nodetool-ai/sandbox-gep"])
+        .out()
+        .status(2);
+    assert!(
+        out.stderr
+            .contains("did you mean @nodetool-ai/sandbox-geo?"),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
 fn packs_doctor_exits_0_when_there_are_only_warnings() {
     let world = World::empty();
     let root_a = root().join(INSTALLED_A);
@@ -1485,6 +1501,20 @@ fn packs_allow_and_disallow_write_the_trust_file() {
             .contains("no pack named @acme/other is on the search path"),
         "{}",
         out.stderr
+    );
+    // A typo gets the closest pack's name, and in JSON mode the error is the error object on
+    // stdout with the code.
+    let out = world
+        .nodetool(&["packs", "allow", "@nodetool-ai/sandbox-gep", "--json"])
+        .out()
+        .status(1);
+    let answer: Value = must(serde_json::from_str(&out.stdout), "the error as JSON");
+    assert_eq!(answer["ok"], false, "{answer}");
+    assert_eq!(answer["error"]["code"], "allow-not-found", "{answer}");
+    let message = answer["error"]["message"].as_str().unwrap_or_default();
+    assert!(
+        message.contains("did you mean @nodetool-ai/sandbox-geo?"),
+        "{answer}"
     );
     let out = world
         .nodetool(&["packs", "disallow", "@nodetool-ai/sandbox-geo"])

@@ -148,24 +148,6 @@ return { png, svg: svg.slice(0, 5), kinds: loaded.objects.map((o) => o.type), ur
     );
 }
 
-/// The ```js blocks of a SKILL.md.
-fn js_blocks(skill: &str) -> Vec<String> {
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for line in skill.lines() {
-        match (&mut current, line.trim_end()) {
-            (None, "```js") => current = Some(String::new()),
-            (Some(_), "```") => blocks.extend(current.take()),
-            (Some(block), _) => {
-                block.push_str(line);
-                block.push('\n');
-            }
-            (None, _) => {}
-        }
-    }
-    blocks
-}
-
 #[test]
 fn every_fabric_and_exif_skill_example_runs() {
     let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
@@ -180,7 +162,7 @@ fn every_fabric_and_exif_skill_example_runs() {
     for id in ["fabric", "exif"] {
         let skill = std::fs::read_to_string(format!("{packs}/sandbox-{id}/SKILL.md"))
             .unwrap_or_else(|e| panic!("{id}: {e}"));
-        for block in js_blocks(&skill).into_iter().skip(1) {
+        for block in nodetool_tests::skill::js_blocks(&skill).into_iter().skip(1) {
             let (out, code) = run_in(&block, Some(dir.path()));
             assert_eq!(code, 0, "sandbox-{id} example failed:\n{block}\n{out}");
             results.push(out["result"].clone());

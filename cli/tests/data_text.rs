@@ -8,9 +8,15 @@ use serde_json::{Value, json};
 
 /// `nodetool run --json` with the body on stdin: the JSON answer and the exit code.
 fn run(code: &str) -> (Value, i32) {
+    run_with(code, &[])
+}
+
+/// [`run`] with further flags (`--workspace`, `--secret`, ...).
+fn run_with(code: &str, flags: &[&str]) -> (Value, i32) {
     let world = World::with_shipped(shipped_packs());
     let output = assert_cmd::Command::from_std(world.command(env!("CARGO_BIN_EXE_nodetool")))
         .args(["run", "--json"])
+        .args(flags)
         .write_stdin(code)
         .output()
         .unwrap_or_else(|e| panic!("{e}"));
@@ -137,4 +143,70 @@ return {
             ]
         })
     );
+}
+
+/// Every example of the ics, subtitle and expr SKILL.md files runs as written, against a
+/// workspace holding the `film.srt` the subtitle examples read; so does aws's `presign` (its
+/// `sigv4` example fetches from S3, which no test can reach), with the secrets it asks for.
+#[test]
+fn every_ics_subtitle_expr_and_presign_skill_example_runs() {
+    let workspace = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    std::fs::write(
+        workspace.path().join("film.srt"),
+        "1\n00:00:01,000 --> 00:00:04,000\nHello there.\n\n2\n00:01:05,500 --> 00:01:09,000\nGeneral Kenobi, you are a bold one.\n",
+    )
+    .unwrap_or_else(|e| panic!("{e}"));
+    let dir = workspace.path().display().to_string();
+    let flags = [
+        "--workspace",
+        dir.as_str(),
+        "--secret",
+        "AWS_ACCESS_KEY_ID=AKIDEXAMPLE",
+        "--secret",
+        "AWS_SECRET_ACCESS_KEY=wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY",
+    ];
+    let mut results = Vec::new();
+    for id in ["ics", "subtitle", "expr", "aws"] {
+        let skill = nodetool_tests::skill::shipped_skill(id);
+        // The first block is the import forms, not a body.
+        for block in nodetool_tests::skill::js_blocks(&skill).into_iter().skip(1) {
+            if block.contains("await fetch(") {
+                continue;
+            }
+            let (out, code) = run_with(&block, &flags);
+            assert_eq!(code, 0, "sandbox-{id} example failed:\n{block}\n{out}");
+            results.push((id, out["result"].clone()));
+        }
+    }
+    let ids: Vec<&str> = results.iter().map(|(id, _)| *id).collect();
+    assert_eq!(
+        ids,
+        ["ics", "ics", "subtitle", "subtitle", "expr", "aws"],
+        "{results:?}"
+    );
+    // What each example's comment says it returns.
+    let starts = results[0].1.as_array().cloned().unwrap_or_default();
+    assert!(
+        starts.iter().any(|l| l == "DTSTART:20240501T140000Z"),
+        "{starts:?}"
+    );
+    assert_eq!(results[1].1, json!(2));
+    assert_eq!(results[2].1, json!({ "cues": 2, "minutes": 1, "words": 9 }));
+    assert_eq!(results[3].1, json!("00:00:03,500 --> 00:00:06,500"));
+    assert!(workspace.path().join("film.vtt").is_file());
+    assert!(workspace.path().join("review.ics").is_file());
+    assert_eq!(
+        results[4].1,
+        json!({ "discount": 12, "largest": 50, "rounded": 17.14, "label": "FR-3", "doubled": [80, 100, 60] })
+    );
+    let link = results[5].1["link"].as_str().unwrap_or_default();
+    assert!(
+        link.starts_with("https://my-bucket.s3.us-east-1.amazonaws.com/reports/2026%20Q3.pdf?")
+            && link.contains("X-Amz-Credential=AKIDEXAMPLE%2F")
+            && link.contains("X-Amz-Expires=600")
+            && link.contains("X-Amz-Signature="),
+        "{link}"
+    );
+    // The secret key itself is never in the link.
+    assert!(!link.contains("wJalrXUtnFEMI"), "{link}");
 }

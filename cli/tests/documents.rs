@@ -113,24 +113,6 @@ return errors;
     );
 }
 
-/// The ```js blocks of a SKILL.md.
-fn js_blocks(skill: &str) -> Vec<String> {
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for line in skill.lines() {
-        match (&mut current, line.trim_end()) {
-            (None, "```js") => current = Some(String::new()),
-            (Some(_), "```") => blocks.extend(current.take()),
-            (Some(block), _) => {
-                block.push_str(line);
-                block.push('\n');
-            }
-            (None, _) => {}
-        }
-    }
-    blocks
-}
-
 /// Every example of the seven document SKILL.md files runs as written, against a workspace
 /// holding the files they name (made by the packs themselves first).
 #[test]
@@ -172,7 +154,7 @@ return true;
         let skill = std::fs::read_to_string(format!("{packs}/sandbox-{id}/SKILL.md"))
             .unwrap_or_else(|e| panic!("{id}: {e}"));
         // The first block is the import forms, not a body.
-        for block in js_blocks(&skill).into_iter().skip(1) {
+        for block in nodetool_tests::skill::js_blocks(&skill).into_iter().skip(1) {
             let (out, code) = run_in(&block, Some(workspace.path()));
             assert_eq!(code, 0, "sandbox-{id} example failed:\n{block}\n{out}");
             results.push((id, out["result"].clone()));

@@ -305,6 +305,20 @@ fn in_process_is_a_debugging_switch_that_says_what_it_cannot_enforce() {
             .output(),
         "run nodetool",
     );
+    // Alone it is refused: it gives up the worker's confinement as well.
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("--allow-unconfined"), "{stderr}");
+    let out = must(
+        home.command(&[
+            "run",
+            &body.to_string_lossy(),
+            "--in-process",
+            "--allow-unconfined",
+        ])
+        .output(),
+        "run nodetool",
+    );
     assert_eq!(out.status.code(), Some(0));
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(

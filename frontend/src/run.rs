@@ -195,7 +195,7 @@ impl Runner {
     pub fn unenforced(&self) -> Option<String> {
         match &self.executor {
             Executor::InProcess(_) => Some(
-                "runs execute in process (--in-process): a deadline or memory limit holds only while the engine cooperates".into(),
+                "runs execute in process (--in-process), unconfined: a deadline or memory limit holds only while the engine cooperates, and a memory-safety bug in the engine or a host module reaches everything this process can".into(),
             ),
             Executor::Workers(pool) if pool.unconfined().is_some() => Some(format!(
                 "sandbox workers run unconfined (allowed by the operator): {}; a memory-safety bug in the engine or a host module reaches everything this process can",

@@ -217,13 +217,9 @@ fn npm_install(
     }
     let mut command = Command::new("npm");
     command
-        .args([
-            "install",
-            "--no-audit",
-            "--no-fund",
-            "--no-save",
-            "--prefix",
-        ])
+        // Saved into the directory's own package.json (under target/): with --no-save, each
+        // install would prune the package the one before it installed.
+        .args(["install", "--no-audit", "--no-fund", "--prefix"])
         .arg(dir)
         .args(extra)
         .arg(spec)

@@ -179,6 +179,16 @@ const ABSENT_GLOBALS: &[(&str, &str)] = &[
     ),
 ];
 
+/// What to use instead of `name`, a global a body may expect from Node or a browser that the
+/// sandbox does not have (`Intl`, `setTimeout`, `process`, ...); `None` for any other name. The
+/// offline check's hint, and the run-time one a front end adds to `X is not defined`.
+pub fn absent_global_hint(name: &str) -> Option<&'static str> {
+    ABSENT_GLOBALS
+        .iter()
+        .find(|(n, _)| *n == name)
+        .map(|(_, hint)| *hint)
+}
+
 /// Calls of imported functions whose result is used as a value without `await` (a member of
 /// it read, an operand, a condition, a template part). Which of them are host or WASM calls
 /// (whose exports return Promises) only the catalog knows, so each is reported with its

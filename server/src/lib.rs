@@ -564,9 +564,9 @@ pub struct ServeArgs {
     /// Runs a sandbox worker serves before it is replaced (default 500).
     #[arg(long, value_name = "N")]
     pub recycle_after: Option<u32>,
-    /// Debugging only: run bodies in the server's own process instead of sandbox workers. A
-    /// deadline or memory limit then holds only while the engine cooperates, and a hostile body
-    /// can stop the server.
+    /// Debugging only: run bodies in the server's own process instead of sandbox workers, with
+    /// no confinement. A deadline or memory limit then holds only while the engine cooperates,
+    /// and a hostile body can stop the server; it needs --allow-unconfined too.
     #[arg(long)]
     pub in_process: bool,
     /// Serve with sandbox workers even where they cannot be confined (no seccomp: another OS,
@@ -762,6 +762,11 @@ pub fn serve_blocking(
         tracing::warn!("{}", web::BUILD_HINT);
     }
     let isolation = if args.in_process {
+        if !(args.allow_unconfined || unconfined_by_env) {
+            return Err(ServeError::Config(
+                "--in-process serves bodies in the server's own process, with no sandbox worker and no seccomp or Landlock confinement\nhelp: for debugging, pass --allow-unconfined as well (or set NODETOOL_ALLOW_UNCONFINED=1)".into(),
+            ));
+        }
         Isolation::InProcess
     } else {
         Isolation::Workers(
@@ -780,7 +785,7 @@ pub fn serve_blocking(
     };
     let runner = Runner::start(isolation).map_err(|e| {
         ServeError::Failed(format!(
-            "{e}\nhelp: reinstall the server binary, or pass --in-process to serve without sandbox workers (debugging only)"
+            "{e}\nhelp: reinstall the server binary, or pass --in-process --allow-unconfined to serve without sandbox workers (debugging only)"
         ))
     })?;
     if let Some(note) = runner.unenforced() {

@@ -406,13 +406,39 @@ fn beyond_the_connection_cap_a_connection_waits_for_a_place() {
 }
 
 #[test]
+fn in_process_alone_is_refused_since_it_gives_up_confinement() {
+    let world = World::empty();
+    let output = must(
+        world
+            .server_command()
+            .args(["--port", "0", "--in-process"])
+            .output(),
+        "run nodetool-server",
+    );
+    assert_eq!(output.status.code(), Some(2));
+    assert!(output.stdout.is_empty(), "it must not claim to listen");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("no seccomp or Landlock") && stderr.contains("--allow-unconfined"),
+        "{stderr}"
+    );
+}
+
+#[test]
 fn beyond_loopback_without_a_token_the_server_refuses_to_start_saying_how() {
     let world = World::empty();
     // Refused before anything is bound: the name resolves beyond loopback.
     let output = must(
         world
             .server_command()
-            .args(["--host", "0.0.0.0", "--port", "0", "--in-process"])
+            .args([
+                "--host",
+                "0.0.0.0",
+                "--port",
+                "0",
+                "--in-process",
+                "--allow-unconfined",
+            ])
             .output(),
         "run nodetool-server",
     );
@@ -435,7 +461,13 @@ fn beyond_loopback_without_a_token_the_server_refuses_to_start_saying_how() {
         let output = must(
             world
                 .server_command()
-                .args(["--port", "0", "--in-process", "--token-file"])
+                .args([
+                    "--port",
+                    "0",
+                    "--in-process",
+                    "--allow-unconfined",
+                    "--token-file",
+                ])
                 .arg(&file)
                 .output(),
             "run nodetool-server",

@@ -16,6 +16,7 @@ mod cases;
 pub mod catalog;
 pub mod packs;
 pub mod relative;
+pub mod specifiers;
 pub mod wasm;
 
 use std::collections::{BTreeMap, BTreeSet};

@@ -15,4 +15,5 @@
 pub mod chromium;
 pub mod contract;
 pub mod render;
+pub mod skill;
 pub mod world;

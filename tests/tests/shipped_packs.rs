@@ -308,24 +308,14 @@ fn the_geo_skill_documents_every_export() {
     assert_eq!(headings.last(), Some(&"Gotchas"), "{headings:?}");
 }
 
-/// Every ```js block of the SKILL.md is a body that runs as written.
-/// The `js` code blocks of a SKILL.md, in order.
+/// The `js` code blocks of a SKILL.md, in order; an unclosed block is a broken SKILL.md.
 fn js_blocks(skill: &str) -> Vec<String> {
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for line in skill.lines() {
-        match (&mut current, line.trim_end()) {
-            (None, "```js") => current = Some(String::new()),
-            (Some(_), "```") => blocks.extend(current.take()),
-            (Some(block), _) => {
-                block.push_str(line);
-                block.push('\n');
-            }
-            (None, _) => {}
-        }
-    }
-    assert!(current.is_none(), "an unclosed code block");
-    blocks
+    assert_eq!(
+        skill.lines().filter(|l| l.trim_end() == "```js").count(),
+        nodetool_tests::skill::js_blocks(skill).len(),
+        "an unclosed code block"
+    );
+    nodetool_tests::skill::js_blocks(skill)
 }
 
 #[test]

@@ -1,4 +1,5 @@
-// The specifier grammar (a port of protocol/src/names.rs): a pack name plus at most one
+// The specifier grammar (a port of protocol/src/names.rs, checked against its cases in
+// tests/contract/specifiers.json by test/names.test.mjs): a pack name plus at most one
 // subpath segment. Only specifier-shaped imports are declarations; anything else is left for
 // the loader to refuse by name.
 
@@ -12,8 +13,13 @@ function hasControlChar(s) {
   return false;
 }
 
+// Names npm refuses outright (its blacklist).
+const BLACKLISTED_PACKAGE_NAMES = ["node_modules", "favicon.ico"];
+
+// A scope or bare-name part: [A-Za-z0-9._~-], not empty, never starting with "." (which also
+// refuses "." and "..").
 function isPackageSegment(s) {
-  return s !== "" && s !== "." && s !== ".." && /^[A-Za-z0-9._~-]+$/.test(s);
+  return s !== "" && !s.startsWith(".") && /^[A-Za-z0-9._~-]+$/.test(s);
 }
 
 function isPackageName(name) {
@@ -23,7 +29,7 @@ function isPackageName(name) {
     if (slash < 0) return false;
     return isPackageSegment(name.slice(1, slash)) && isPackageSegment(name.slice(slash + 1));
   }
-  return isPackageSegment(name);
+  return isPackageSegment(name) && !name.startsWith("_") && !BLACKLISTED_PACKAGE_NAMES.includes(name);
 }
 
 function isModuleName(name) {

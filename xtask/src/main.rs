@@ -20,7 +20,7 @@
 //!   libraries and real clients on published and seeded random inputs (`conformance.rs`,
 //!   `docs/host-modules.md`); `ci` runs it last.
 //! * `cargo xtask bench <area>` runs an optimized benchmark (discovery, guest, wasm, host, html,
-//!   hostile, documents, compile, worker, server, ...; an unknown area lists them) and prints
+//!   hostile, documents, data, compile, worker, server; an unknown area lists them) and prints
 //!   its figures, side by side with the reference's library where there is one. Benchmarks are
 //!   never part of the test suite: the machines are shared and noisy.
 
@@ -56,6 +56,10 @@ fn usage() -> ExitCode {
          conformance         host modules against the reference libraries and real clients (--cases N: random cases per module, 300)\n  \
          bench hostile       the host-module inputs that were quadratic, called directly, one wall time each\n  \
          bench documents     pdf.extractText and mammoth.extractRawText on 50-page files, beside pdf-parse and mammoth\n  \
+         bench data          tokens.count and sqlite.query beside js-tiktoken and better-sqlite3; fabric.renderSVG beside the reference's renderer
+  \
+         bench worker        a trivial run through a sandbox worker: pooled, confined vs unconfined, in process
+  \
          bench compile       cold compile of js-yaml, date-fns, marked (vs esbuild with NODETOOL_PEER_BENCH=<dir>); warm cache hit"
     );
     ExitCode::from(2)
@@ -80,6 +84,12 @@ fn export() -> Result<(), String> {
     let path = workspace_root().join(relative);
     let text = nodetool_tests::contract::relative::relative_json()
         .map_err(|e| format!("cannot serialize the relative-import cases: {e}"))?;
+    std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    println!("wrote {relative}");
+    let relative = nodetool_tests::contract::specifiers::SPECIFIERS_JSON_PATH;
+    let path = workspace_root().join(relative);
+    let text = nodetool_tests::contract::specifiers::specifiers_json()
+        .map_err(|e| format!("cannot serialize the specifier cases: {e}"))?;
     std::fs::write(&path, text).map_err(|e| format!("cannot write {}: {e}", path.display()))?;
     println!("wrote {relative}");
     let relative = nodetool_tests::contract::HOST_MODULES_JSON_PATH;

@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use nodetool_frontend::search::Environment;
 
-use crate::{Failure, Outcome, install, print_json, term};
+use crate::{Failure, Outcome, error_json, install, print_json, term};
 
 pub(super) fn set_allowed(
     env: &Environment,
@@ -14,7 +14,11 @@ pub(super) fn set_allowed(
 ) -> Outcome {
     let change = install::set_allowed(env, packs, name, allowed).map_err(|e| match e.code {
         nodetool_frontend::install::InstallErrorCode::AllowNotFound => {
-            errln!("nodetool: {}", e.message);
+            if term::json() {
+                print_json(&error_json(e.code.as_str(), &e.message));
+            } else {
+                errln!("nodetool: {}", term::safe(&e.message));
+            }
             Failure::Failed
         }
         _ => Failure::Usage(e.message),

@@ -59,10 +59,12 @@ pub(super) fn doctor(
         && !catalog.diagnostics().iter().any(|d| d.pack_name == pack)
         && !catalog.summaries().iter().any(|s| s.pack_name == pack)
     {
+        // Every pack the search path holds: those with diagnostics and the healthy ones.
         let names: BTreeSet<&str> = catalog
             .diagnostics()
             .iter()
             .map(|d| d.pack_name.as_str())
+            .chain(catalog.summaries().iter().map(|s| s.pack_name.as_str()))
             .collect();
         let hint = nodetool_jssource::exports::closest(pack, names)
             .map(|c| format!("; did you mean {c}?"))

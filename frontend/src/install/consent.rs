@@ -61,16 +61,22 @@ pub fn allow(
         .discover_for_run(&Allowlist::default(), compiled)
         .map_err(|e| InstallError::new(InstallErrorCode::AllowIo, e.to_string()))?;
     let integrities = installed_integrities(&sources.env);
-    let identity = trust::identities(&catalog, &|n| integrities.get(n).cloned())
-        .remove(name)
-        .ok_or_else(|| {
-            InstallError::new(
+    let mut identities = trust::identities(&catalog, &|n| integrities.get(n).cloned());
+    let identity = match identities.remove(name) {
+        Some(identity) => identity,
+        None => {
+            let hint =
+                nodetool_jssource::exports::closest(name, identities.keys().map(String::as_str))
+                    .map(|c| format!("; did you mean {c}?"))
+                    .unwrap_or_default();
+            return Err(InstallError::new(
                 InstallErrorCode::AllowNotFound,
                 format!(
-                    "no pack named {name} is on the search path (or it is withheld: see `nodetool packs doctor`), so there is no identity to allow; install it, or name its root with --packs, first"
+                    "no pack named {name} is on the search path (or it is withheld: see `nodetool packs doctor`), so there is no identity to allow{hint}\nhelp: install it, or name its root with --packs, first"
                 ),
-            )
-        })?;
+            ));
+        }
+    };
     let previous = allowlist.recorded(name).map(|r| r.map(str::to_string));
     allowlist.allow(name, identity.clone());
     allowlist

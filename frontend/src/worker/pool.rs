@@ -102,7 +102,7 @@ pub fn options_from_flags(
 ) -> Result<WorkerOptions, String> {
     let program = std::env::current_exe().map_err(|e| {
         format!(
-            "cannot find this program's own executable to start sandbox workers ({e}); run it from an installed path, or pass --in-process to run without isolation (debugging only)"
+            "cannot find this program's own executable to start sandbox workers ({e}); run it from an installed path, or pass --in-process --allow-unconfined to run without isolation (debugging only)"
         )
     })?;
     let mut options = WorkerOptions::standard(program, workers);

@@ -1045,6 +1045,28 @@ pub(crate) mod tests {
     }
 
     #[test]
+    fn a_pdf_past_the_page_limit_is_refused_naming_it() {
+        let blank: &[&str] = &[];
+        let over = pdf_of(&vec![blank; MAX_PDF_PAGES + 1]);
+        match page_texts(&over) {
+            Err(DocError::TooLarge(message)) => assert_eq!(
+                message,
+                format!(
+                    "the PDF has {} pages, over the {MAX_PDF_PAGES} page limit",
+                    MAX_PDF_PAGES + 1
+                )
+            ),
+            other => panic!("{:?}", other.map(|p| p.len())),
+        }
+        // Through the export, the guest sees the module's error, not a dead host.
+        let error = extract_text(&[bytes(over)]).map(|_| ()).err();
+        assert!(
+            error.is_some_and(|e| e.to_string().contains("page limit")),
+            "a PDF past the page limit must be refused"
+        );
+    }
+
+    #[test]
     fn cycles_and_deep_nesting_are_errors_not_hangs_or_overflows() {
         // A page tree whose Pages node lists itself among its kids, beside a real page.
         let mut doc =
