@@ -2220,6 +2220,10 @@ fn lock_refuses_a_broken_workflow_and_writes_nothing() {
         .status(1);
     assert!(out.stdout.contains("code_missing_export"), "{}", out.stdout);
     assert!(out.stderr.contains("lock refused"), "{}", out.stderr);
+    insta::assert_snapshot!(
+        "lock_refused_human",
+        world.normalize(&format!("{}{}", out.stdout, out.stderr))
+    );
     assert_eq!(world.read("wf.json"), graph);
     let v = world
         .nodetool(&["--packs", &packs, "lock", "wf.json", "--json"])
@@ -2228,6 +2232,7 @@ fn lock_refuses_a_broken_workflow_and_writes_nothing() {
         .json();
     assert_eq!(v["ok"], false);
     assert_eq!(v["error"]["code"], "lock-refused");
+    insta::assert_snapshot!("lock_refused_json", pretty(&v));
     assert_eq!(world.read("wf.json"), graph);
 }
 
@@ -2577,6 +2582,7 @@ fn an_uncaught_throw_is_shown_on_its_throw() {
         (json!(3), json!(3)),
         "{v}"
     );
+    insta::assert_snapshot!("run_throw_caret_json", pretty(&v["error"]));
 }
 
 #[test]
@@ -2963,6 +2969,7 @@ fn check_finds_a_namespace_member_its_module_lacks() {
         .filter_map(|i| i["code"].as_str())
         .collect();
     assert_eq!(codes, ["code_missing_export"], "{v}");
+    insta::assert_snapshot!("check_namespace_member_json", pretty(&v));
 }
 
 #[test]
@@ -3031,4 +3038,5 @@ fn check_suggests_the_closest_pack_for_a_typo() {
         json!(["did you mean @fixture/geo?"]),
         "{v}"
     );
+    insta::assert_snapshot!("check_pack_typo_json", pretty(&v));
 }

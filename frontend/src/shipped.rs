@@ -36,10 +36,7 @@ pub fn digest() -> &'static str {
             hash.update((bytes.len() as u64).to_le_bytes());
             hash.update(bytes);
         }
-        hash.finalize()[..8]
-            .iter()
-            .map(|b| format!("{b:02x}"))
-            .collect()
+        nodetool_protocol::hex::hex(&hash.finalize()[..8])
     })
 }
 

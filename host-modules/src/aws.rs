@@ -30,9 +30,10 @@
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use hmac::{Hmac, Mac};
+use nodetool_protocol::hex::{hex, sha256_hex};
 use nodetool_protocol::value::Value;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, percent_decode_str, percent_encode};
-use sha2::{Digest, Sha256};
+use sha2::Sha256;
 
 use crate::error::HostError;
 use crate::limits::{js_string, js_to_number, option, options_of, require_bytes};
@@ -598,10 +599,6 @@ fn remove_dot_segments(path: &str) -> String {
     format!("/{}{}", out.join("/"), if trailing { "/" } else { "" })
 }
 
-fn sha256_hex(data: &[u8]) -> String {
-    hex(&Sha256::digest(data))
-}
-
 fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
     // HMAC takes a key of any length, so this never fails.
     match Hmac::<Sha256>::new_from_slice(key) {
@@ -611,10 +608,6 @@ fn hmac(key: &[u8], data: &[u8]) -> Vec<u8> {
         }
         Err(_) => Vec::new(),
     }
-}
-
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// The signing time: `20150830T123600Z` and its date.

@@ -429,9 +429,7 @@ fn call_ours(case: &Case) -> Result<Value, String> {
     }
 }
 
-fn hex(bytes: &[u8]) -> String {
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
+use nodetool_protocol::hex::hex;
 
 fn unhex(text: &str) -> Option<Vec<u8>> {
     (0..text.len())

@@ -619,7 +619,7 @@ impl ArtifactStore for Artifacts {
 
 /// 64 lowercase hex digits.
 pub(crate) fn key_to_hex(key: &[u8; 32]) -> String {
-    key.iter().map(|b| format!("{b:02x}")).collect()
+    nodetool_protocol::hex::hex(key)
 }
 
 /// The key of 64 lowercase hex digits, or `None`.
