@@ -213,20 +213,7 @@ fn skill_examples(pack: &str) -> Vec<String> {
     let dir = pack.trim_start_matches("@nodetool-ai/");
     let path = packs_root().join("@nodetool-ai").join(dir).join("SKILL.md");
     let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{path:?}: {e}"));
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for line in text.lines() {
-        match (&mut current, line.trim_end()) {
-            (None, "```js") => current = Some(String::new()),
-            (Some(_), "```") => blocks.extend(current.take()),
-            (Some(block), _) => {
-                block.push_str(line);
-                block.push('\n');
-            }
-            (None, _) => {}
-        }
-    }
-    blocks
+    nodetool_tests::skill::js_blocks(&text)
 }
 
 /// Every example of the six SKILL.md files runs and gives what its comment says.

@@ -378,21 +378,7 @@ fn every_guest_library_skill_example_runs() {
 #[test]
 fn every_skill_example_runs() {
     let catalog = shipped_catalog();
-    let text = read("packs/@nodetool-ai/sandbox-geo/SKILL.md");
-    let mut blocks = Vec::new();
-    let mut current: Option<String> = None;
-    for line in text.lines() {
-        match (&mut current, line.trim_end()) {
-            (None, "```js") => current = Some(String::new()),
-            (Some(_), "```") => blocks.extend(current.take()),
-            (Some(block), _) => {
-                block.push_str(line);
-                block.push('\n');
-            }
-            (None, _) => {}
-        }
-    }
-    assert!(current.is_none(), "an unclosed code block");
+    let blocks = js_blocks(&read("packs/@nodetool-ai/sandbox-geo/SKILL.md"));
     assert!(blocks.len() >= 9, "{} blocks", blocks.len());
     let results: Vec<Json> = blocks.iter().map(|b| ok(&catalog, b)).collect();
 
