@@ -13,7 +13,6 @@
 //! with no trailing newline.
 
 use std::collections::{HashMap, HashSet};
-use std::fmt::Write as _;
 
 use nodetool_protocol::packed::{KeyId, Packed, PackedError, PackedWriter, SharedCache, Token};
 use nodetool_protocol::value::Value;
@@ -645,79 +644,12 @@ fn cell(value: &Value) -> Result<String, HostError> {
 
 /// `JSON.stringify` for a cell value (a Uint8Array encodes as its index-keyed object).
 fn json(value: &Value, out: &mut String, depth: usize) -> Result<(), HostError> {
-    if depth > MAX_CELL_DEPTH {
-        return Err(HostError::limit(format!(
+    // No byte limit here: the output cap of the whole text applies.
+    crate::limits::write_json(value, out, depth, MAX_CELL_DEPTH, usize::MAX).map_err(|_| {
+        HostError::limit(format!(
             "csv.stringify: a cell value nests deeper than the {MAX_CELL_DEPTH} level limit"
-        )));
-    }
-    match value {
-        Value::Undefined | Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) if n.is_finite() => out.push_str(&js_number(*n)),
-        Value::Number(_) => out.push_str("null"),
-        Value::String(s) => json_string(s, out),
-        Value::Bytes(bytes) => {
-            out.push('{');
-            for (i, b) in bytes.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                let _ = write!(out, "\"{i}\":{b}");
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                match item {
-                    Value::Undefined => out.push_str("null"),
-                    item => json(item, out, depth + 1)?,
-                }
-            }
-            out.push(']');
-        }
-        Value::Object(members) => {
-            out.push('{');
-            let mut first = true;
-            for (key, item) in members {
-                if matches!(item, Value::Undefined) {
-                    continue;
-                }
-                if !first {
-                    out.push(',');
-                }
-                first = false;
-                json_string(key, out);
-                out.push(':');
-                json(item, out, depth + 1)?;
-            }
-            out.push('}');
-        }
-    }
-    Ok(())
-}
-
-fn json_string(s: &str, out: &mut String) {
-    out.push('"');
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if u32::from(c) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", u32::from(c));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+        ))
+    })
 }
 
 #[cfg(test)]

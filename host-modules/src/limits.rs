@@ -95,6 +95,103 @@ pub fn clamped_option(
     }
 }
 
+/// Why [`write_json`] stopped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum JsonStop {
+    /// The value nests deeper than the caller's depth limit.
+    Depth,
+    /// What was written passed the caller's byte limit.
+    Size,
+}
+
+/// `JSON.stringify(value)` appended to `out`, as the guest would write it: a Uint8Array as
+/// its index-keyed object, `undefined` members left out and `undefined` items as `null`,
+/// non-finite numbers as `null`. Stops with [`JsonStop::Depth`] past `max_depth` levels, and
+/// with [`JsonStop::Size`] once `out` is past `max_bytes` (checked before each value, and
+/// before a byte array that would surely pass it, at 24 bytes of limit per byte: `"i":b,`
+/// is at least 6 characters of 4 bytes each), so a huge value is never written whole.
+pub fn write_json(
+    value: &Value,
+    out: &mut String,
+    depth: usize,
+    max_depth: usize,
+    max_bytes: usize,
+) -> Result<(), JsonStop> {
+    if out.len() > max_bytes {
+        return Err(JsonStop::Size);
+    }
+    if depth > max_depth {
+        return Err(JsonStop::Depth);
+    }
+    match value {
+        Value::Undefined | Value::Null => out.push_str("null"),
+        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        Value::Number(n) if n.is_finite() => out.push_str(&js_number(*n)),
+        Value::Number(_) => out.push_str("null"),
+        Value::String(s) => write_json_string(s, out),
+        Value::Bytes(bytes) => {
+            if bytes.len() > max_bytes / 24 + 1 {
+                return Err(JsonStop::Size);
+            }
+            out.push('{');
+            for (i, b) in bytes.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                out.push_str(&format!("\"{i}\":{b}"));
+            }
+            out.push('}');
+        }
+        Value::Array(items) => {
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                write_json(item, out, depth + 1, max_depth, max_bytes)?;
+            }
+            out.push(']');
+        }
+        Value::Object(members) => {
+            out.push('{');
+            let mut first = true;
+            for (key, item) in members {
+                if matches!(item, Value::Undefined) {
+                    continue;
+                }
+                if !first {
+                    out.push(',');
+                }
+                first = false;
+                write_json_string(key, out);
+                out.push(':');
+                write_json(item, out, depth + 1, max_depth, max_bytes)?;
+            }
+            out.push('}');
+        }
+    }
+    Ok(())
+}
+
+/// A JSON string as `JSON.stringify` writes it.
+pub fn write_json_string(text: &str, out: &mut String) {
+    out.push('"');
+    for c in text.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{c}' => out.push_str("\\f"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if u32::from(c) < 0x20 => out.push_str(&format!("\\u{:04x}", u32::from(c))),
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+}
+
 /// JavaScript's `String(n)` for a number (shortest round-trip digits, exponent past 1e21).
 pub fn js_number(n: f64) -> String {
     if n.is_nan() {

@@ -14,39 +14,8 @@ use nodetool_host_modules::implementation;
 use nodetool_protocol::value::Value;
 use serde_json::{Value as Json, json};
 
-/// The value a test needs from a result or an option, or a panic saying what was there.
-trait Must<T> {
-    fn must(self, what: &str) -> T;
-}
-
-impl<T, E: std::fmt::Debug> Must<T> for Result<T, E> {
-    fn must(self, what: &str) -> T {
-        self.unwrap_or_else(|e| panic!("{what}: {e:?}"))
-    }
-}
-
-impl<T> Must<T> for Option<T> {
-    fn must(self, what: &str) -> T {
-        self.unwrap_or_else(|| panic!("{what}: nothing"))
-    }
-}
-
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 ^= self.0 >> 12;
-        self.0 ^= self.0 << 25;
-        self.0 ^= self.0 >> 27;
-        self.0.wrapping_mul(0x2545_f491_4f6c_dd1d)
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    fn chance(&mut self, percent: u64) -> bool {
-        self.below(100) < percent
-    }
-}
+mod common;
+use common::{Must, Rng};
 
 const LINES: &[&str] = &[
     "Hello there.",

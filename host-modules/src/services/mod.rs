@@ -20,7 +20,7 @@ use nodetool_protocol::value::Value;
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 
 use crate::error::HostError;
-use crate::limits::{js_number, js_string, option};
+use crate::limits::{JsonStop, js_string, option};
 
 /// The largest body a helper builds, in UTF-16 code units (JavaScript's `length`), as the
 /// reference counts it.
@@ -228,89 +228,19 @@ pub(crate) fn json_body(at: &str, value: Option<&Value>) -> Result<String, HostE
     Ok(out)
 }
 
+/// [`crate::limits::write_json`] under the body's caps, its stops named for the guest.
 fn write_json(at: &str, value: &Value, depth: usize, out: &mut String) -> Result<(), HostError> {
     // Four bytes per UTF-16 unit at most: past this the body is surely over the cap.
-    if out.len() > 4 * MAX_BODY_CHARS {
-        return Err(HostError::limit(format!(
-            "{at}: body exceeds the {MAX_BODY_CHARS} character limit"
-        )));
-    }
-    if depth > MAX_JSON_DEPTH {
-        return Err(HostError::limit(format!(
-            "{at}: body nests more than {MAX_JSON_DEPTH} levels deep"
-        )));
-    }
-    match value {
-        Value::Undefined | Value::Null => out.push_str("null"),
-        Value::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
-        Value::Number(n) if n.is_finite() => out.push_str(&js_number(*n)),
-        Value::Number(_) => out.push_str("null"),
-        Value::String(s) => write_json_string(s, out),
-        // A Uint8Array stringifies as an object of its indexes.
-        Value::Bytes(bytes) => {
-            // Each byte writes at least `"i":b,`: past this many the body is surely too large.
-            if bytes.len() > MAX_BODY_CHARS / 6 + 1 {
-                return Err(HostError::limit(format!(
-                    "{at}: body exceeds the {MAX_BODY_CHARS} character limit"
-                )));
-            }
-            out.push('{');
-            for (i, b) in bytes.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                out.push_str(&format!("\"{i}\":{b}"));
-            }
-            out.push('}');
-        }
-        Value::Array(items) => {
-            out.push('[');
-            for (i, item) in items.iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                write_json(at, item, depth + 1, out)?;
-            }
-            out.push(']');
-        }
-        Value::Object(members) => {
-            out.push('{');
-            let mut first = true;
-            for (key, item) in members {
-                if matches!(item, Value::Undefined) {
-                    continue;
-                }
-                if !first {
-                    out.push(',');
-                }
-                first = false;
-                write_json_string(key, out);
-                out.push(':');
-                write_json(at, item, depth + 1, out)?;
-            }
-            out.push('}');
-        }
-    }
-    Ok(())
-}
-
-/// A JSON string as `JSON.stringify` writes it.
-fn write_json_string(text: &str, out: &mut String) {
-    out.push('"');
-    for c in text.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            '\u{8}' => out.push_str("\\b"),
-            '\u{c}' => out.push_str("\\f"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if (c as u32) < 0x20 => out.push_str(&format!("\\u{:04x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push('"');
+    crate::limits::write_json(value, out, depth, MAX_JSON_DEPTH, 4 * MAX_BODY_CHARS).map_err(
+        |stop| match stop {
+            JsonStop::Size => HostError::limit(format!(
+                "{at}: body exceeds the {MAX_BODY_CHARS} character limit"
+            )),
+            JsonStop::Depth => HostError::limit(format!(
+                "{at}: body nests more than {MAX_JSON_DEPTH} levels deep"
+            )),
+        },
+    )
 }
 
 /// A prepared request: `{ url, method, headers, body? }`.
