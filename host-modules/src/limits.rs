@@ -303,6 +303,47 @@ mod tests {
     use super::*;
 
     #[test]
+    fn write_json_stops_at_its_depth_and_size_before_writing_the_rest() {
+        // As deep as the limit is fine; one level more stops, however deep the rest goes.
+        let nest =
+            |levels: usize| (0..levels).fold(Value::Null, |inner, _| Value::Array(vec![inner]));
+        let mut out = String::new();
+        assert_eq!(write_json(&nest(8), &mut out, 0, 8, usize::MAX), Ok(()));
+        assert_eq!(out, format!("{}null{}", "[".repeat(8), "]".repeat(8)));
+        let mut out = String::new();
+        assert_eq!(
+            write_json(&nest(1_000), &mut out, 0, 8, usize::MAX),
+            Err(JsonStop::Depth)
+        );
+        assert!(out.len() <= 9, "{out}");
+        // A byte array that would surely pass the size limit is refused before a byte of it is
+        // written; a string past it stops the next value.
+        let mut out = String::new();
+        let bytes = Value::Bytes(vec![7; 64 * 1024 * 1024]);
+        assert_eq!(
+            write_json(&bytes, &mut out, 0, 8, 1024),
+            Err(JsonStop::Size)
+        );
+        assert!(out.is_empty());
+        let many = Value::Array(vec![Value::String("x".repeat(600)); 100_000]);
+        let mut out = String::new();
+        assert_eq!(write_json(&many, &mut out, 0, 8, 1024), Err(JsonStop::Size));
+        assert!(out.len() <= 1024 + 2 * 603, "{}", out.len());
+        // What JSON.stringify writes: undefined members left out, items as null, bytes by index.
+        let value = Value::Object(vec![
+            ("a".into(), Value::Undefined),
+            (
+                "b\n".into(),
+                Value::Array(vec![Value::Undefined, Value::Number(f64::NAN)]),
+            ),
+            ("c".into(), Value::Bytes(vec![1, 2])),
+        ]);
+        let mut out = String::new();
+        assert_eq!(write_json(&value, &mut out, 0, 8, usize::MAX), Ok(()));
+        assert_eq!(out, r#"{"b\n":[null,null],"c":{"0":1,"1":2}}"#);
+    }
+
+    #[test]
     fn caps_by_one() {
         let at_cap = Value::String("x".repeat(MAX_HOST_INPUT_CHARS));
         assert!(require_text("csv.parse", Some(&at_cap), "text").is_ok());
